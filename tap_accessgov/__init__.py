@@ -1,0 +1,1 @@
+"""Singer tap for an access-governance service (grant feed, automation exclusions, users)."""

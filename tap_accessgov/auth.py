@@ -1,0 +1,321 @@
+"""Credentials and the OAuth 2.0 client-credentials authenticator.
+
+The service hands out a client id ``<random-id>@<hostname>/<use-case>`` and a client secret
+``secret-token:<domain>:v1:<base64url JWK>`` holding an ed25519 private key. Tokens come from
+``POST /auth/v1/token`` either with a signed client assertion (RFC 7523 section 2.2, EdDSA) or
+with the plain secret. The SDK's ``OAuthJWTAuthenticator`` is RS256 with the jwt-bearer *grant*,
+so we build on ``OAuthAuthenticator`` and add what it lacks: a refresh margin, one shared token
+across threads, retries of the token call, and errors that never carry the secret.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import datetime
+import json
+import re
+import secrets
+import threading
+import time
+import typing as t
+from dataclasses import dataclass, field
+
+import jwt
+import requests
+import urllib3
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+from requests.adapters import HTTPAdapter
+from singer_sdk.authenticators import OAuthAuthenticator
+from typing_extensions import override
+
+CLIENT_ASSERTION = "client_assertion"
+CLIENT_SECRET = "client_secret"
+AUTH_METHODS = (CLIENT_ASSERTION, CLIENT_SECRET)
+ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+ASSERTION_LIFETIME = 120  # seconds either side of now, as the vendor's own clients do
+TOKEN_REQUEST_TIMEOUT = 60
+TOKEN_MAX_TRIES = 5
+RETRY_AFTER_CAP = 60.0
+
+_HOST_RE = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$")
+
+
+def _utc_now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC)
+
+
+class CredentialError(ValueError):
+    """A malformed client id or client secret; the message names the setting, not the value."""
+
+
+class AuthenticationError(RuntimeError):
+    """The token endpoint refused or could not issue a token."""
+
+
+@dataclass(frozen=True)
+class ClientId:
+    """The parts of a client id that matter: the whole id, the host (with port) and the aud."""
+
+    value: str
+    host: str
+    audience: str
+
+    @property
+    def base_url(self) -> str:
+        """Address of the tenant; the official clients always use https."""
+        return f"https://{self.host}"
+
+
+@dataclass(frozen=True)
+class ClientSecret:
+    """A parsed client secret. ``repr`` shows nothing secret."""
+
+    value: str = field(repr=False)
+    private_key: Ed25519PrivateKey = field(repr=False)
+
+    def __repr__(self) -> str:
+        return "ClientSecret(<redacted>)"
+
+
+def parse_client_id(client_id: str) -> ClientId:
+    """Split ``<random-id>@<hostname>/<use-case>``; host lowercased, ``aud`` without port."""
+    if not isinstance(client_id, str) or not client_id.strip():
+        raise CredentialError("client_id: is empty")
+    if "@" not in client_id:
+        raise CredentialError(
+            "client_id: has no '@'; expected <random-id>@<hostname>/<use-case> "
+            "as shown in the service's API settings"
+        )
+    random_id, _, rest = client_id.partition("@")
+    if not random_id:
+        raise CredentialError("client_id: the part before '@' is empty")
+    if "/" not in rest:
+        raise CredentialError("client_id: has no '/<use-case>' after the hostname")
+    host = rest.split("/", 1)[0].lower()
+    if not host:
+        raise CredentialError("client_id: the hostname between '@' and '/' is empty")
+    hostname, sep, port = host.partition(":")
+    if sep and (not port.isdigit() or not 0 < int(port) < 65536):
+        raise CredentialError("client_id: the hostname has an invalid port")
+    if not _HOST_RE.match(hostname):
+        raise CredentialError(
+            "client_id: the hostname between '@' and '/' is not a valid host name"
+        )
+    return ClientId(value=client_id, host=host, audience=hostname)
+
+
+def _b64url_decode(text: str) -> bytes:
+    """Decode base64url that the service writes without padding."""
+    if not re.fullmatch(r"[A-Za-z0-9_-]*", text):
+        raise ValueError("not base64url")
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def parse_client_secret(secret: str) -> ClientSecret:
+    """Parse ``secret-token:<domain>:v1:<base64url JWK>`` into an ed25519 private key."""
+    if not isinstance(secret, str) or not secret:
+        raise CredentialError("client_secret: is empty")
+    parts = secret.split(":")
+    if len(parts) != 4:
+        raise CredentialError(
+            f"client_secret: expected 4 ':'-separated parts "
+            f"(secret-token:<domain>:v1:<key>), found {len(parts)}"
+        )
+    prefix, domain, version, encoded = parts
+    if prefix != "secret-token":
+        raise CredentialError("client_secret: does not start with 'secret-token:'")
+    if not domain:
+        raise CredentialError("client_secret: the domain part is empty")
+    if version != "v1":
+        raise CredentialError("client_secret: unsupported version marker (expected 'v1')")
+    try:
+        jwk = json.loads(_b64url_decode(encoded))
+    except (ValueError, binascii.Error):
+        raise CredentialError("client_secret: the key part is not base64url-encoded JSON") from None
+    if not isinstance(jwk, dict):
+        raise CredentialError("client_secret: the key part is not a JSON Web Key object")
+    if jwk.get("kty") != "OKP" or jwk.get("crv") != "Ed25519":
+        raise CredentialError("client_secret: the key is not an Ed25519 (OKP) key")
+    if "d" not in jwk:
+        raise CredentialError("client_secret: the key has no private part ('d'): a public key?")
+    try:
+        private_bytes = _b64url_decode(str(jwk["d"]))
+        public_bytes = _b64url_decode(str(jwk.get("x", "")))
+    except (ValueError, binascii.Error):
+        raise CredentialError("client_secret: the key's 'd' or 'x' is not base64url") from None
+    if len(private_bytes) != 32:
+        raise CredentialError("client_secret: the key's private part is not 32 bytes")
+    private_key = Ed25519PrivateKey.from_private_bytes(private_bytes)
+    derived = private_key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+    if public_bytes and public_bytes != derived:
+        raise CredentialError(
+            "client_secret: the key's public part does not match its private part"
+        )
+    return ClientSecret(value=secret, private_key=private_key)
+
+
+class _CappedRetry(urllib3.Retry):
+    """urllib3 retry that honours Retry-After but never sleeps longer than the cap."""
+
+    @override
+    def get_retry_after(self, response: t.Any) -> float | None:
+        retry_after = super().get_retry_after(response)
+        return None if retry_after is None else min(retry_after, RETRY_AFTER_CAP)
+
+
+class AccessGovAuthenticator(OAuthAuthenticator):
+    """Client-credentials authenticator shared by every stream of a run (one token).
+
+    * ``oauth_request_body`` signs a fresh assertion for every token request.
+    * ``is_token_valid`` renews *before* expiry: when less than 10% of the lifetime (at least
+      30 s, at most half the lifetime) remains, because the official SDK's never-refreshed
+      token is what breaks long extractions.
+    * ``renew_after_unauthorized`` lets a stream retry once after a 401 with a new token.
+    """
+
+    def __init__(
+        self,
+        *,
+        client_id: ClientId,
+        client_secret: ClientSecret,
+        auth_method: str,
+        token_url: str,
+    ) -> None:
+        super().__init__(auth_endpoint=token_url, client_id=client_id.value)
+        self._parsed_client_id = client_id
+        self._secret = client_secret
+        self._auth_method = auth_method
+        self._lock = threading.RLock()
+        self._renewed_after_401 = False
+        self.token_requests = 0
+        retry = _CappedRetry(
+            total=TOKEN_MAX_TRIES - 1,
+            status_forcelist=(429, 500, 502, 503, 504),
+            allowed_methods=frozenset({"POST"}),
+            backoff_factor=0.5,
+            backoff_max=30,
+            raise_on_status=False,
+        )
+        for scheme in ("https://", "http://"):
+            self._session.mount(scheme, HTTPAdapter(max_retries=retry))
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(client_id={self._parsed_client_id.value!r}, "
+            f"auth_method={self._auth_method!r})"
+        )
+
+    def client_assertion(self) -> str:
+        """A short-lived EdDSA JWT: iss = sub = client id, aud = host without port."""
+        now = int(time.time())
+        claims = {
+            "iss": self._parsed_client_id.value,
+            "sub": self._parsed_client_id.value,
+            "aud": self._parsed_client_id.audience,
+            "iat": now,
+            "nbf": now - ASSERTION_LIFETIME,
+            "exp": now + ASSERTION_LIFETIME,
+            "nonce": secrets.token_hex(16),
+        }
+        return jwt.encode(claims, self._secret.private_key, algorithm="EdDSA")
+
+    @property
+    @override
+    def oauth_request_body(self) -> dict[str, str]:
+        body = {"grant_type": "client_credentials", "client_id": self._parsed_client_id.value}
+        if self._auth_method == CLIENT_SECRET:
+            body["client_secret"] = self._secret.value
+        else:
+            body["client_assertion_type"] = ASSERTION_TYPE
+            body["client_assertion"] = self.client_assertion()
+        return body
+
+    @override
+    def is_token_valid(self) -> bool:
+        if not self.access_token or self.last_refreshed is None:
+            return False
+        if not self.expires_in:
+            return True
+        margin = min(max(30.0, self.expires_in * 0.1), self.expires_in / 2)
+        age = (_utc_now() - self.last_refreshed).total_seconds()
+        return age < self.expires_in - margin
+
+    @override
+    def authenticate_request(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
+        with self._lock:
+            return super().authenticate_request(request)
+
+    @override
+    def update_access_token(self) -> None:
+        """Fetch a token; 429/5xx/connection errors are retried by the session's urllib3 policy."""
+        who = f"client_id {self._parsed_client_id.value}"
+        self.logger.info("Requesting a new access token (%s)", self._auth_method)
+        requested_at = _utc_now()
+        self.token_requests += 1
+        try:
+            response = self._session.post(
+                self.auth_endpoint,
+                data=self.oauth_request_body,
+                timeout=TOKEN_REQUEST_TIMEOUT,
+            )
+        except requests.RequestException as exc:
+            msg = (
+                f"Authentication failed for {who}: could not reach the token endpoint "
+                f"{self.auth_endpoint} ({type(exc).__name__})"
+            )
+            raise AuthenticationError(msg) from None
+        if response.status_code != 200:
+            msg = (
+                f"Authentication failed for {who}: the token endpoint {self.auth_endpoint} "
+                f"answered {response.status_code}: {service_message(response)}"
+            )
+            raise AuthenticationError(msg)
+        try:
+            body = response.json()
+            token = body.get("access_token") if isinstance(body, dict) else None
+        except ValueError:
+            token = None
+        if not token or not isinstance(token, str):
+            msg = f"Authentication failed for {who}: the token endpoint returned no access_token"
+            raise AuthenticationError(msg)
+        expires_in = body.get("expires_in")
+        self.access_token = token
+        self.expires_in = int(expires_in) if expires_in else None
+        self.last_refreshed = requested_at
+        self._renewed_after_401 = False
+        self.logger.info("Access token obtained; it expires in %s s", self.expires_in)
+
+    def renew_after_unauthorized(self, refused_token: str | None) -> bool:
+        """Called when the API answered 401; True if the request may be retried.
+
+        Another thread may already have renewed the token (then just retry). A token that was
+        itself fetched because of a 401 and is refused again means the credential is not
+        accepted for this call: no more retries.
+        """
+        with self._lock:
+            if refused_token != self.access_token:
+                return True
+            if self._renewed_after_401:
+                return False
+            self.update_access_token()
+            self._renewed_after_401 = True
+            return True
+
+    def confirm_token(self) -> None:
+        """A request succeeded with the current token: a later 401 may be retried again."""
+        self._renewed_after_401 = False
+
+
+def service_message(response: requests.Response, limit: int = 300) -> str:
+    """The service's error text: the JSON ``message`` when there is one, else the raw body."""
+    text = response.text or response.reason or ""
+    try:
+        body = json.loads(text)
+    except ValueError:
+        body = None
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        text = body["message"]
+    text = " ".join(text.split())
+    return text[:limit] + ("..." if len(text) > limit else "") if text else "(empty body)"

@@ -1,0 +1,187 @@
+"""The base stream: address, shared authenticator, paging, retry policy and page parsing.
+
+Every endpoint of the service pages the same way (``nextPageToken`` until it is empty or
+absent) and answers protobuf-JSON, so all of that lives here; ``streams.py`` only says what
+differs per endpoint.
+"""
+
+from __future__ import annotations
+
+import datetime
+import email.utils
+import json
+import typing as t
+import weakref
+
+from singer_sdk.exceptions import FatalAPIError, RetriableAPIError
+from singer_sdk.pagination import BaseAPIPaginator
+from singer_sdk.streams import RESTStream
+from typing_extensions import override
+
+from tap_accessgov.auth import RETRY_AFTER_CAP, AccessGovAuthenticator, service_message
+
+if t.TYPE_CHECKING:
+    import requests
+
+    from tap_accessgov.tap import TapAccessGov
+
+BACKOFF_CAP = 30.0
+
+# Parsed bodies, keyed by response, so that validation, records and paging read one parse.
+_PAGES: weakref.WeakKeyDictionary[requests.Response, dict[str, t.Any]] = weakref.WeakKeyDictionary()
+
+
+class MalformedPageError(RetriableAPIError):
+    """A 200 whose body is not a JSON object (truncated or garbled): worth another try."""
+
+
+def page_body(response: requests.Response) -> dict[str, t.Any]:
+    """The JSON object of a page, parsed once per response."""
+    body = _PAGES.get(response)
+    if body is None:
+        try:
+            body = json.loads(response.content)
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            msg = f"{_where(response)} answered 200 with a body that is not a JSON object"
+            raise MalformedPageError(msg, response)
+        _PAGES[response] = body
+    return body
+
+
+def _where(response: requests.Response) -> str:
+    request = response.request
+    path = request.path_url.split("?", 1)[0] if request.path_url else "?"
+    return f"{request.method} {path}"
+
+
+def retry_after_seconds(response: requests.Response | None) -> float | None:
+    """Retry-After as seconds (it may be a number or an HTTP date), capped."""
+    if response is None or not (value := response.headers.get("Retry-After")):
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        seconds = (when - datetime.datetime.now(datetime.UTC)).total_seconds()
+    return min(max(seconds, 0.0), RETRY_AFTER_CAP)
+
+
+class NextPageTokenPaginator(BaseAPIPaginator[str | None]):
+    """Follows ``nextPageToken`` until it is empty or missing.
+
+    Unlike the SDK's JSONPathPaginator it reads the already-parsed page, keeps going over an
+    empty page that still carries a token, and refuses a token it has seen before anywhere in
+    the traversal (not only the previous one), so a cycling server cannot loop us forever.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(None)
+        self._seen: set[str] = set()
+
+    @override
+    def get_next(self, response: requests.Response) -> str | None:
+        token = page_body(response).get("nextPageToken") or None
+        if token is not None:
+            if token in self._seen:
+                msg = (
+                    f"{_where(response)} returned a page token it had already returned; "
+                    "stopping instead of looping forever"
+                )
+                raise FatalAPIError(msg)
+            self._seen.add(token)
+        return t.cast("str | None", token)
+
+    @override
+    def continue_if_empty(self, response: requests.Response) -> bool:
+        return bool(page_body(response).get("nextPageToken"))
+
+
+class AccessGovStream(RESTStream[str | None]):
+    """Base stream for the service's API."""
+
+    _tap: TapAccessGov
+
+    @property
+    @override
+    def url_base(self) -> str:
+        return self._tap.api_url
+
+    @property
+    @override
+    def authenticator(self) -> AccessGovAuthenticator:
+        return self._tap.authenticator
+
+    @property
+    @override
+    def http_headers(self) -> dict[str, str]:
+        return {"Accept": "application/json"}
+
+    @property
+    def page_size(self) -> int:
+        """Results per page, from the ``page_size`` setting (10-100)."""
+        return int(self.config.get("page_size", 100))
+
+    @override
+    def get_new_paginator(self) -> NextPageTokenPaginator:
+        return NextPageTokenPaginator()
+
+    @override
+    def validate_response(self, response: requests.Response) -> None:
+        """SDK policy (5xx and 429 retried, other 4xx fatal), plus the service's specifics.
+
+        A 401 means the token was revoked or expired early: renew it once and retry. A 200
+        whose body does not parse is retried like a dropped connection.
+        """
+        if response.status_code == 401:
+            refused = response.request.headers.get("Authorization", "").removeprefix("Bearer ")
+            if self.authenticator.renew_after_unauthorized(refused):
+                msg = f"{_where(response)} answered 401; retrying once with a new access token"
+                raise RetriableAPIError(msg, response)
+            msg = (
+                f"{_where(response)} answered 401 to a newly issued access token: "
+                f"{service_message(response)}. Check that the API credential is still valid "
+                "and that its scope and allowed IPs permit this call."
+            )
+            raise FatalAPIError(msg)
+        super().validate_response(response)
+        page_body(response)
+        self.authenticator.confirm_token()
+
+    @override
+    def response_error_message(self, response: requests.Response) -> str:
+        return f"{_where(response)} answered {response.status_code}: {service_message(response)}"
+
+    @override
+    def parse_response(self, response: requests.Response) -> t.Iterable[dict[str, t.Any]]:
+        """Entries of ``list``; a null or missing list is an empty page."""
+        return page_body(response).get("list") or []
+
+    @override
+    def backoff_wait_generator(self) -> t.Generator[float, t.Any, None]:
+        """Exponential backoff, but Retry-After when the service gives one, and no wait
+        before retrying a 401 with a fresh token (the SDK ignores Retry-After, sdk#2012)."""
+        exception = yield 0.0  # primed by backoff with None
+        attempt = 0
+        while True:
+            attempt += 1
+            response: requests.Response | None = getattr(exception, "response", None)
+            if response is None:
+                wait = min(BACKOFF_CAP, 2.0 ** (attempt - 1))
+            elif response.status_code == 401:
+                wait = 0.0
+            elif (retry_after := retry_after_seconds(response)) is not None:
+                wait = retry_after
+                self.logger.warning(
+                    "%s answered %s; waiting %.1f s as its Retry-After asks",
+                    _where(response),
+                    response.status_code,
+                    wait,
+                )
+            else:
+                wait = min(BACKOFF_CAP, 2.0 ** (attempt - 1))
+            exception = yield wait

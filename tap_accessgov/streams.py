@@ -1,0 +1,254 @@
+"""The concrete streams: grant_feed, automation_exclusions and users."""
+
+from __future__ import annotations
+
+import datetime
+import re
+import typing as t
+
+from singer_sdk import Stream
+from singer_sdk.exceptions import FatalAPIError
+from typing_extensions import override
+
+from tap_accessgov import schemas
+from tap_accessgov.client import AccessGovStream, page_body
+
+if t.TYPE_CHECKING:
+    import requests
+    from singer_sdk.helpers.types import Context
+
+UNSPECIFIED_EVENT = "GRANT_EVENT_TYPE_UNSPECIFIED"
+# Which record field each `$.expanded[N]` path of a feed entry fills.
+EXPANDED_FIELDS = {
+    "appPath": "app",
+    "appUserPath": "appUser",
+    "entitlementPath": "entitlement",
+    "ticketPath": "ticket",
+}
+_EXPANDED_PATH = re.compile(r"^\$\.expanded\[(\d+)\]$")
+_RFC3339 = re.compile(
+    r"^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?([Zz]|[+-]\d{2}:\d{2})$"
+)
+# Travels on the first exclusion record of a page to generate_child_contexts, which removes it.
+_PAGE_USERS = "__page_users__"
+
+
+def normalize_timestamp(value: str) -> str:
+    """RFC 3339 in UTC with exactly 9 fractional digits and ``Z``.
+
+    The service writes 0, 3, 6 or 9 fractional digits; the SDK compares bookmarks as strings,
+    so one fixed width keeps string order equal to time order without losing nanoseconds.
+    """
+    match = _RFC3339.match(value)
+    if match is None:
+        parsed = datetime.datetime.fromisoformat(value)  # dates and naive times from config
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=datetime.UTC)
+        return f"{parsed.astimezone(datetime.UTC):%Y-%m-%dT%H:%M:%S}.{parsed.microsecond:06d}000Z"
+    date, time, fraction, offset = match.groups()
+    fraction = (fraction or "").ljust(9, "0")
+    if offset in ("Z", "z", "+00:00", "-00:00"):
+        return f"{date}T{time}.{fraction}Z"
+    shifted = datetime.datetime.fromisoformat(f"{date}T{time}{offset}").astimezone(datetime.UTC)
+    return f"{shifted:%Y-%m-%dT%H:%M:%S}.{fraction}Z"
+
+
+class GrantFeedStream(AccessGovStream):
+    """Grant events from ``POST /api/v1/grants/feed``, incremental on ``feed.date``.
+
+    The feed is not documented as sorted, so the stream is unsorted: the bookmark (the latest
+    date seen) is only committed when a sync completes; an interrupted sync starts again from
+    the previous bookmark. ``after`` is inclusive, so each run re-reads the events at the
+    bookmark instant: targets dedupe on the primary key.
+    """
+
+    name = "grant_feed"
+    path = "/api/v1/grants/feed"
+    http_method = "POST"
+    replication_key = "date"
+    is_sorted = False
+    primary_keys = ("appId", "appEntitlementId", "appUserId", "eventType", "date")
+    schema = schemas.GRANT_FEED
+
+    def __init__(self, *args: t.Any, **kwargs: t.Any) -> None:
+        super().__init__(*args, **kwargs)
+        started = datetime.datetime.now(datetime.UTC)
+        self._signpost = normalize_timestamp(started.isoformat())
+
+    @override
+    def get_replication_key_signpost(self, context: Context | None = None) -> str:
+        """Sync start in the bookmark's own format (bookmarks compare as strings)."""
+        return self._signpost
+
+    @override
+    def prepare_request_payload(
+        self, context: Context | None, next_page_token: str | None
+    ) -> dict[str, t.Any]:
+        config = self.config
+        body: dict[str, t.Any] = {"pageSize": self.page_size}
+        if after := self.get_starting_replication_key_value(context):
+            body["after"] = normalize_timestamp(after)
+        if before := config.get("end_date"):
+            body["before"] = normalize_timestamp(before)
+        if app_ids := config.get("app_ids"):
+            body["appRefs"] = [{"id": app_id} for app_id in app_ids]
+        if refs := config.get("app_entitlement_refs"):
+            body["appEntitlementRefs"] = [{"appId": r["app_id"], "id": r["id"]} for r in refs]
+        if refs := config.get("app_user_refs"):
+            body["appUserRefs"] = [{"appId": r["app_id"], "id": r["id"]} for r in refs]
+        if user_ids := config.get("user_ids"):
+            body["userRefs"] = [{"id": user_id} for user_id in user_ids]
+        if paths := config.get("expand_mask"):
+            body["expandMask"] = {"paths": list(paths)}
+        if next_page_token:
+            body["pageToken"] = next_page_token
+        return body
+
+    @override
+    def parse_response(self, response: requests.Response) -> t.Iterable[dict[str, t.Any]]:
+        """Feed entries with their keys lifted to the top and expanded objects resolved."""
+        page = page_body(response)
+        expanded = page.get("expanded") or []
+        referenced: set[int] = set()
+        for entry in page.get("list") or []:
+            feed = entry.get("feed") or {}
+            if "date" not in feed:
+                msg = f"grant feed entry without feed.date: {entry!r}"
+                raise FatalAPIError(msg)
+            record: dict[str, t.Any] = {
+                "date": normalize_timestamp(feed["date"]),
+                "appId": feed.get("appId"),
+                "appEntitlementId": feed.get("appEntitlementId"),
+                "appUserId": feed.get("appUserId"),
+                "eventType": feed.get("eventType") or UNSPECIFIED_EVENT,
+                "feed": feed,
+            }
+            for path_field, object_field in EXPANDED_FIELDS.items():
+                if path := entry.get(path_field):
+                    record[path_field] = path
+                    record[object_field] = self._resolve(path, expanded, referenced)
+            yield record
+        if len(referenced) < len(expanded):
+            self.logger.warning(
+                "%d expanded object(s) on a grant feed page are referenced by no entry",
+                len(expanded) - len(referenced),
+            )
+
+    def _resolve(
+        self, path: str, expanded: list[dict[str, t.Any]], referenced: set[int]
+    ) -> dict[str, t.Any] | None:
+        match = _EXPANDED_PATH.match(path)
+        if match is None or int(match[1]) >= len(expanded):
+            self.logger.warning("Grant feed path %r does not point into the page's expanded", path)
+            return None
+        referenced.add(int(match[1]))
+        return expanded[int(match[1])]
+
+
+class EntitlementNotFoundError(FatalAPIError):
+    """An exclusion entitlement the service does not know (404)."""
+
+
+class AutomationExclusionsStream(AccessGovStream):
+    """Users excluded from automation on each configured app entitlement (one partition each).
+
+    The operation declares no paging parameters, so the first request sends none; a
+    non-empty ``nextPageToken`` is followed with ``page_token`` and ``page_size``.
+    The user objects of each page are handed to the ``users`` child stream.
+    """
+
+    name = "automation_exclusions"
+    path = "/api/v1/apps/{appId}/entitlements/{appEntitlementId}/automation/exclusions"
+    primary_keys = ("appId", "appEntitlementId", "userId")
+    schema = schemas.AUTOMATION_EXCLUSION
+
+    def __init__(self, *args: t.Any, **kwargs: t.Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._seen_user_ids: set[str] = set()
+
+    @property
+    @override
+    def partitions(self) -> list[dict[str, t.Any]] | None:
+        """Contexts named like the record fields, so the SDK fills them into records."""
+        return [
+            {"appId": entry["app_id"], "appEntitlementId": entry["app_entitlement_id"]}
+            for entry in self.config.get("exclusion_entitlements") or []
+        ]
+
+    @override
+    def get_url_params(
+        self, context: Context | None, next_page_token: str | None
+    ) -> dict[str, t.Any]:
+        if not next_page_token:
+            return {}
+        return {"page_token": next_page_token, "page_size": self.page_size}
+
+    @override
+    def validate_response(self, response: requests.Response) -> None:
+        if response.status_code == 404:
+            raise EntitlementNotFoundError(self.response_error_message(response))
+        super().validate_response(response)
+
+    @override
+    def get_records(self, context: Context | None) -> t.Iterable[dict[str, t.Any]]:
+        if not context:
+            self.logger.info("No exclusion_entitlements configured: nothing to extract")
+            return
+        try:
+            yield from super().get_records(context)
+        except EntitlementNotFoundError as exc:
+            self.logger.warning(
+                "Skipping app entitlement %s of app %s: the service does not know it (%s)",
+                context["appEntitlementId"],
+                context["appId"],
+                exc,
+            )
+
+    @override
+    def parse_response(self, response: requests.Response) -> list[dict[str, t.Any]]:
+        entries = page_body(response).get("list") or []
+        records = []
+        for entry in entries:
+            record = {
+                key: entry[key]
+                for key in ("appId", "appEntitlementId", "appUserId")
+                if key in entry
+            }
+            record["userId"] = (entry.get("user") or {}).get("id")
+            records.append(record)
+        if records:
+            records[0][_PAGE_USERS] = [entry["user"] for entry in entries if entry.get("user")]
+        return records
+
+    @override
+    def generate_child_contexts(
+        self, record: dict[str, t.Any], context: Context | None
+    ) -> t.Iterable[Context | None]:
+        """One ``users`` context per page, holding the users not yet emitted in this run."""
+        users = record.pop(_PAGE_USERS, None) or []
+        new_users = []
+        for user in users:
+            user_id = user.get("id")
+            if user_id and user_id not in self._seen_user_ids:
+                self._seen_user_ids.add(user_id)
+                new_users.append(user)
+        if new_users:
+            yield {"users": new_users}
+
+
+class UsersStream(Stream):
+    """Users found in automation exclusions, one record per user id per run.
+
+    A child of automation_exclusions: the SDK fetches the exclusion pages once whether one
+    or both streams are selected, and hands each page's new users here.
+    """
+
+    name = "users"
+    primary_keys = ("id",)
+    parent_stream_type = AutomationExclusionsStream
+    state_partitioning_keys: t.ClassVar[list[str]] = []  # the users travel in the context
+    schema = schemas.USER
+
+    @override
+    def get_records(self, context: Context | None) -> t.Iterable[dict[str, t.Any]]:
+        yield from (context or {}).get("users", [])
