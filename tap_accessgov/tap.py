@@ -173,11 +173,13 @@ def settings_errors(config: t.Mapping[str, t.Any]) -> list[str]:
     """Checks the JSON schema cannot express; each line names the setting, never the secret."""
     errors: list[str] = []
     for setting, parse in (("client_id", parse_client_id), ("client_secret", parse_client_secret)):
+        if not isinstance(config.get(setting), str):
+            continue  # missing or not a string: the schema check reports it
         try:
             parse(config[setting])
         except CredentialError as exc:
             errors.append(str(exc))
-    if api_url := config.get("api_url"):
+    if isinstance(api_url := config.get("api_url"), str):
         parts = urlsplit(api_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             errors.append("api_url: must be an absolute URL such as https://host[:port]")
@@ -190,7 +192,7 @@ def settings_errors(config: t.Mapping[str, t.Any]) -> list[str]:
             errors.append("api_url: must not carry a query or fragment")
     dates: dict[str, datetime.datetime] = {}
     for setting in ("start_date", "end_date"):
-        if value := config.get(setting):
+        if isinstance(value := config.get(setting), str):
             try:
                 dates[setting] = _parse_datetime(value)
             except (TypeError, ValueError):
@@ -199,7 +201,9 @@ def settings_errors(config: t.Mapping[str, t.Any]) -> list[str]:
         errors.append("end_date: must be later than start_date")
     seen: dict[tuple[str, str], int] = {}
     for index, entry in enumerate(config.get("exclusion_entitlements") or []):
-        key = (entry["app_id"], entry["app_entitlement_id"])
+        if not isinstance(entry, dict):
+            continue
+        key = (entry.get("app_id", ""), entry.get("app_entitlement_id", ""))
         if key in seen:
             errors.append(
                 f"exclusion_entitlements[{index}]: repeats entry [{seen[key]}] "
@@ -218,10 +222,13 @@ class TapAccessGov(Tap):
     @override
     def _validate_config(self, *, raise_errors: bool = True) -> list[str]:
         """Schema validation by the SDK, then the checks a schema cannot express."""
-        errors = super()._validate_config(raise_errors=raise_errors)
-        if errors or not raise_errors:
+        try:
+            errors = super()._validate_config(raise_errors=raise_errors)
+        except ConfigValidationError as exc:
+            errors = list(exc.errors)
+        if not raise_errors:
             return errors
-        if errors := settings_errors(self.config):
+        if errors := errors + settings_errors(self.config):
             raise ConfigValidationError(
                 "Config validation failed", errors=errors, schema=self.config_jsonschema
             )

@@ -1,0 +1,102 @@
+"""Authentication against the emulator: both token methods, one token per run, refresh
+before expiry, one retry after a 401, and clear failures that never carry the secret."""
+
+from __future__ import annotations
+
+import pytest
+from singer_sdk.exceptions import FatalAPIError
+
+from emulator import Emulator, make_credential
+from tap_accessgov.auth import AuthenticationError
+from tap_accessgov.tap import TapAccessGov
+from tests.conftest import CREDENTIAL, catalog_selecting, run_cli, sync
+
+
+def feed_only(emulator: Emulator, **overrides: object) -> tuple[dict[str, object], dict]:
+    config = {**emulator.tap_config(), **overrides}
+    return config, catalog_selecting(config, {"grant_feed": None})
+
+
+@pytest.mark.parametrize("method", ["client_assertion", "client_secret"])
+def test_each_method_gets_exactly_one_token_per_run(emulator: Emulator, method: str) -> None:
+    config = {**emulator.tap_config(), "auth_method": method}
+    result = sync(config)
+    stats = emulator.stats
+    assert stats["token_requests_by_method"] == {method: 1}
+    assert stats["token_requests"] == 1
+    assert stats["unauthorized"] == 0
+    assert len(result.records["grant_feed"]) == len(emulator.dataset.feed_entries())
+    assert set(result.records) == {"grant_feed", "automation_exclusions", "users"}
+
+
+def test_token_is_renewed_before_it_expires(emulator: Emulator) -> None:
+    emulator.token_lifetime = 3  # renewed after 1.5 s (half the lifetime at most)
+    emulator.latency = 0.2
+    config, catalog = feed_only(emulator, page_size=100)
+    result = sync(config, catalog=catalog)
+    assert len(result.records["grant_feed"]) == len(emulator.dataset.feed_entries())
+    stats = emulator.stats
+    assert stats["unauthorized"] == 0  # never sent an expired token
+    pages = stats["api_requests"]
+    assert pages >= 15
+    # 15 pages at >= 0.2 s each take >= 3 s: the token was renewed at least once, and not
+    # for every request.
+    assert 2 <= stats["token_requests"] < pages
+
+
+def test_a_revoked_token_is_replaced_once_and_the_request_retried(emulator: Emulator) -> None:
+    config, catalog = feed_only(emulator)
+    tap = TapAccessGov(config=config, catalog=catalog, parse_env_config=False)
+    tap.authenticator.update_access_token()
+    emulator.revoke_tokens()
+    result = sync(config, tap=tap)
+    assert len(result.records["grant_feed"]) == len(emulator.dataset.feed_entries())
+    stats = emulator.stats
+    assert stats["unauthorized"] == 1
+    assert stats["token_requests"] == 2
+
+
+def test_wrong_secret_fails_clearly_without_the_secret(emulator: Emulator) -> None:
+    other = make_credential(seed=99, tenant="acme.accessgov.test")
+    config = {**emulator.tap_config(), "client_secret": other.client_secret}
+    with pytest.raises(AuthenticationError) as caught:
+        sync(config)
+    message = str(caught.value)
+    assert "Authentication failed for client_id " + CREDENTIAL.client_id in message
+    assert "answered 401" in message
+    assert other.client_secret.rsplit(":", 1)[1] not in message
+    assert emulator.stats["api_requests"] == 0
+
+
+@pytest.mark.parametrize("method", ["client_assertion", "client_secret"])
+def test_wrong_secret_on_the_command_line(emulator: Emulator, tmp_path, method: str) -> None:
+    other = make_credential(seed=99, tenant="acme.accessgov.test")
+    config = {**emulator.tap_config(), "client_secret": other.client_secret, "auth_method": method}
+    path = tmp_path / "config.json"
+    path.write_text(__import__("json").dumps(config))
+    result = run_cli("--config", str(path))
+    assert result.returncode != 0
+    assert "Authentication failed for client_id" in result.stderr
+    for text in (result.stdout, result.stderr):
+        assert other.client_secret not in text
+        assert other.client_secret.rsplit(":", 1)[1] not in text
+
+
+def test_token_endpoint_errors_are_retried(emulator: Emulator) -> None:
+    emulator.faults.add(kind="503", path="/auth/v1/token", times=1)
+    emulator.faults.add(kind="429", path="/auth/v1/token", times=1, retry_after="1")
+    config, catalog = feed_only(emulator)
+    result = sync(config, catalog=catalog)
+    assert len(result.records["grant_feed"]) == len(emulator.dataset.feed_entries())
+    assert emulator.stats["faults_injected"] == 2
+
+
+def test_fatal_error_names_method_path_and_message(emulator: Emulator) -> None:
+    config = {
+        **emulator.tap_config(),
+        "app_entitlement_refs": [{"app_id": "nope", "id": "nope"}],
+        "expand_mask": ["not_a_path"],
+    }
+    config, catalog = config, catalog_selecting(config, {"grant_feed": None})
+    with pytest.raises(FatalAPIError, match=r"POST /api/v1/grants/feed answered 400: .+"):
+        sync(config, catalog=catalog)

@@ -1,0 +1,135 @@
+"""Bad settings fail before any request, from the real command line: one line that names the
+setting and what is wrong, a non-zero exit, no traceback, never the secret."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from singer_sdk.exceptions import ConfigValidationError
+
+from tap_accessgov.tap import TapAccessGov
+from tests.conftest import CREDENTIAL, run_cli
+
+GOOD = {
+    "client_id": CREDENTIAL.client_id,
+    "client_secret": CREDENTIAL.client_secret,
+    "api_url": "http://127.0.0.1:9",  # nothing listens: validation must fail before any call
+}
+SECRET_KEY_PART = CREDENTIAL.client_secret.rsplit(":", 1)[1]
+
+CASES = [
+    ({"client_id": "no-at-sign/tap"}, "client_id: has no '@'"),
+    ({"client_id": "abc@/tap"}, "client_id: the hostname between '@' and '/' is empty"),
+    (
+        {"client_secret": CREDENTIAL.client_secret.replace(":v1:", ":v2:")},
+        "client_secret: unsupported version marker",
+    ),
+    (
+        {"client_secret": "secret-token:accessgov.test:v1:%%%"},
+        "client_secret: the key part is not base64url",
+    ),
+    ({"auth_method": "password"}, "'password' is not one of"),
+    ({"page_size": 5}, "5 is less than the minimum of 10 in config['page_size']"),
+    ({"page_size": 500}, "500 is greater than the maximum of 100 in config['page_size']"),
+    ({"start_date": "last tuesday"}, "start_date: 'last tuesday' is not an RFC 3339 date-time"),
+    (
+        {"start_date": "2025-02-01T00:00:00Z", "end_date": "2025-01-01T00:00:00Z"},
+        "end_date: must be later than start_date",
+    ),
+    (
+        {"app_user_refs": [{"id": "u1"}]},
+        "'app_id' is a required property in config['app_user_refs'][0]",
+    ),
+    (
+        {"app_entitlement_refs": [{"app_id": "a1"}]},
+        "'id' is a required property in config['app_entitlement_refs'][0]",
+    ),
+    (
+        {"exclusion_entitlements": [{"app_id": "", "app_entitlement_id": "e"}]},
+        "config['exclusion_entitlements'][0]['app_id']",
+    ),
+    (
+        {"exclusion_entitlements": [{"app_id": "a", "app_entitlement_id": "e"}] * 2},
+        "exclusion_entitlements[1]: repeats entry [0]",
+    ),
+    (
+        {"api_url": "http://accessgov.example.com"},
+        "api_url: plain http is allowed only for loopback",
+    ),
+    ({"api_url": "ftp://127.0.0.1"}, "api_url: must be an absolute URL"),
+    ({"client_secret": None}, "client_secret"),
+]
+
+
+@pytest.mark.parametrize(("overrides", "expected"), CASES, ids=[c[1][:40] for c in CASES])
+def test_bad_setting_fails_with_one_clear_line(tmp_path, overrides: dict, expected: str) -> None:
+    config = {k: v for k, v in {**GOOD, **overrides}.items() if v is not None}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    result = run_cli("--config", str(path))
+    assert result.returncode != 0
+    lines = [line for line in result.stderr.splitlines() if expected in line]
+    assert len(lines) == 1, result.stderr
+    assert "ERROR" in lines[0]
+    assert "Traceback" not in result.stderr
+    assert result.stdout == ""
+    for text in (result.stdout, result.stderr):
+        assert SECRET_KEY_PART not in text
+
+
+def test_all_problems_are_reported_together() -> None:
+    config = {**GOOD, "client_id": "bad", "start_date": "never", "api_url": "http://example.com"}
+    with pytest.raises(ConfigValidationError) as caught:
+        TapAccessGov(config=config, parse_env_config=False)
+    assert [error.split(":", 1)[0] for error in caught.value.errors] == [
+        "client_id",
+        "api_url",
+        "start_date",
+    ]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:8080",
+        "http://localhost:1",
+        "http://[::1]:80",
+        "https://proxy.example/base",
+    ],
+)
+def test_allowed_api_urls(url: str) -> None:
+    tap = TapAccessGov(config={**GOOD, "api_url": url + "/"}, parse_env_config=False)
+    assert tap.api_url == url
+
+
+def test_default_api_url_comes_from_the_client_id() -> None:
+    config = {k: v for k, v in GOOD.items() if k != "api_url"}
+    tap = TapAccessGov(config=config, parse_env_config=False)
+    assert tap.api_url == "https://acme.accessgov.test"
+    assert tap.config["page_size"] == 100
+    assert tap.config["auth_method"] == "client_assertion"
+
+
+def test_about_documents_every_setting_and_marks_the_secret() -> None:
+    result = run_cli("--about", "--format", "json")
+    about = json.loads(result.stdout)
+    properties = about["settings"]["properties"]
+    for name in (
+        "client_id",
+        "client_secret",
+        "auth_method",
+        "api_url",
+        "start_date",
+        "end_date",
+        "page_size",
+        "app_ids",
+        "app_entitlement_refs",
+        "app_user_refs",
+        "user_ids",
+        "expand_mask",
+        "exclusion_entitlements",
+    ):
+        assert properties[name].get("description"), name
+    assert properties["client_secret"].get("secret") is True
+    assert properties["client_secret"].get("writeOnly") is True

@@ -1,0 +1,149 @@
+"""Parsing of the client id and client secret: every malformed variant has its own message,
+and no message carries the secret."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import jwt
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+from tap_accessgov.auth import (
+    AccessGovAuthenticator,
+    CredentialError,
+    parse_client_id,
+    parse_client_secret,
+)
+from tests.conftest import CREDENTIAL
+
+
+def b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def secret_from_jwk(jwk: object, *, prefix: str = "secret-token:accessgov.test:v1:") -> str:
+    return prefix + b64url(json.dumps(jwk).encode())
+
+
+def good_jwk() -> dict[str, str]:
+    encoded = CREDENTIAL.client_secret.rsplit(":", 1)[1]
+    return json.loads(base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)))
+
+
+@pytest.mark.parametrize(
+    ("client_id", "host", "audience"),
+    [
+        ("abc@acme.accessgov.test/tap", "acme.accessgov.test", "acme.accessgov.test"),
+        ("abc@ACME.AccessGov.Test/tap", "acme.accessgov.test", "acme.accessgov.test"),
+        ("abc@acme.example:2443/tap", "acme.example:2443", "acme.example"),
+        ("abc@acme.example/use/with/slashes", "acme.example", "acme.example"),
+        ("a@b@acme.example/x", None, None),  # '@' inside the host part is not a host name
+    ],
+)
+def test_client_id_parts(client_id: str, host: str | None, audience: str | None) -> None:
+    if host is None:
+        with pytest.raises(CredentialError, match="^client_id: "):
+            parse_client_id(client_id)
+        return
+    parsed = parse_client_id(client_id)
+    assert (parsed.host, parsed.audience, parsed.value) == (host, audience, client_id)
+    assert parsed.base_url == f"https://{host}"
+
+
+@pytest.mark.parametrize(
+    ("client_id", "message"),
+    [
+        ("", "is empty"),
+        ("   ", "is empty"),
+        ("no-at-sign.example/tap", "has no '@'"),
+        ("@acme.example/tap", "before '@' is empty"),
+        ("abc@acme.example", "has no '/<use-case>'"),
+        ("abc@/tap", "hostname between '@' and '/' is empty"),
+        ("abc@acme.example:0/tap", "invalid port"),
+        ("abc@acme.example:99999/tap", "invalid port"),
+        ("abc@acme.example:https/tap", "invalid port"),
+        ("abc@acme_example!/tap", "not a valid host name"),
+    ],
+)
+def test_client_id_errors(client_id: str, message: str) -> None:
+    with pytest.raises(CredentialError, match=f"^client_id: .*{message}"):
+        parse_client_id(client_id)
+
+
+def test_good_secret_parses_to_the_same_key() -> None:
+    parsed = parse_client_secret(CREDENTIAL.client_secret)
+    assert parsed.private_key.public_key().public_bytes(
+        Encoding.Raw, PublicFormat.Raw
+    ) == CREDENTIAL.public_key.public_bytes(Encoding.Raw, PublicFormat.Raw)
+    assert CREDENTIAL.client_secret not in repr(parsed)
+
+
+def _variants() -> list[tuple[str, str]]:
+    jwk = good_jwk()
+    other = Ed25519PrivateKey.generate().public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+    encoded = CREDENTIAL.client_secret.rsplit(":", 1)[1]
+    return [
+        ("", "is empty"),
+        ("secret-token:accessgov.test:v1", "4 ':'-separated parts .*found 3"),
+        (CREDENTIAL.client_secret + ":extra", "found 5"),
+        ("token:accessgov.test:v1:" + encoded, "does not start with 'secret-token:'"),
+        ("secret-token::v1:" + encoded, "domain part is empty"),
+        ("secret-token:accessgov.test:v2:" + encoded, "unsupported version marker"),
+        ("secret-token:accessgov.test:v1:" + encoded + "==", "not base64url"),
+        ("secret-token:accessgov.test:v1:" + encoded[:-3] + "+/!", "not base64url"),
+        ("secret-token:accessgov.test:v1:" + b64url(b"not json"), "not base64url-encoded JSON"),
+        (secret_from_jwk(["a", "list"]), "not a JSON Web Key object"),
+        (secret_from_jwk({**jwk, "kty": "RSA"}), "not an Ed25519"),
+        (secret_from_jwk({**jwk, "crv": "X25519"}), "not an Ed25519"),
+        (secret_from_jwk({k: v for k, v in jwk.items() if k != "d"}), "no private part"),
+        (secret_from_jwk({**jwk, "d": "***"}), "'d' or 'x' is not base64url"),
+        (secret_from_jwk({**jwk, "d": b64url(b"short")}), "not 32 bytes"),
+        (secret_from_jwk({**jwk, "x": b64url(other)}), "public part does not match"),
+    ]
+
+
+@pytest.mark.parametrize(("secret", "message"), _variants())
+def test_client_secret_errors(secret: str, message: str) -> None:
+    with pytest.raises(CredentialError, match=f"^client_secret: .*{message}") as caught:
+        parse_client_secret(secret)
+    key_part = secret.rsplit(":", 1)[-1]
+    if len(key_part) > 8:
+        assert key_part not in str(caught.value)
+
+
+def test_secret_without_public_part_still_parses() -> None:
+    jwk = {k: v for k, v in good_jwk().items() if k != "x"}
+    parse_client_secret(secret_from_jwk(jwk))
+
+
+def test_client_assertion_claims() -> None:
+    authenticator = AccessGovAuthenticator(
+        client_id=parse_client_id("abc@Acme.Example:2443/tap"),
+        client_secret=parse_client_secret(CREDENTIAL.client_secret),
+        auth_method="client_assertion",
+        token_url="https://acme.example:2443/auth/v1/token",
+    )
+    first = authenticator.client_assertion()
+    header = jwt.get_unverified_header(first)
+    assert header["alg"] == "EdDSA"
+    assert "kid" not in header
+    claims = jwt.decode(first, CREDENTIAL.public_key, algorithms=["EdDSA"], audience="acme.example")
+    assert claims["iss"] == claims["sub"] == "abc@Acme.Example:2443/tap"
+    assert claims["aud"] == "acme.example"
+    assert claims["exp"] - claims["iat"] == 120
+    assert claims["iat"] - claims["nbf"] == 120
+    assert len(claims["nonce"]) == 32
+    second = jwt.decode(
+        authenticator.client_assertion(),
+        CREDENTIAL.public_key,
+        algorithms=["EdDSA"],
+        audience="acme.example",
+    )
+    assert second["nonce"] != claims["nonce"]
+    body = authenticator.oauth_request_body
+    assert body["client_assertion_type"] == "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+    assert "client_secret" not in body
+    assert CREDENTIAL.client_secret not in repr(authenticator)
