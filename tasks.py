@@ -48,7 +48,7 @@ def test(extra: list[str]) -> None:
 
 
 def demo(extra: list[str]) -> None:
-    run(BIN / "python", "-m", "scripts.demo", *extra)
+    run(BIN / "python", "scripts/demo.py", *extra)
 
 
 COMMANDS = {"test": test, "demo": demo}

@@ -13,6 +13,7 @@ import json
 import typing as t
 import weakref
 
+import requests
 from singer_sdk.exceptions import FatalAPIError, RetriableAPIError
 from singer_sdk.pagination import BaseAPIPaginator
 from singer_sdk.streams import RESTStream
@@ -21,8 +22,6 @@ from typing_extensions import override
 from tap_accessgov.auth import RETRY_AFTER_CAP, AccessGovAuthenticator, service_message
 
 if t.TYPE_CHECKING:
-    import requests
-
     from tap_accessgov.tap import TapAccessGov
 
 BACKOFF_CAP = 30.0
@@ -125,6 +124,37 @@ class AccessGovStream(RESTStream[str | None]):
     def page_size(self) -> int:
         """Results per page, from the ``page_size`` setting (10-100)."""
         return int(self.config.get("page_size", 100))
+
+    @property
+    @override
+    def timeout(self) -> int:
+        return int(self.config.get("request_timeout", 300))
+
+    @override
+    def backoff_max_tries(self) -> int:
+        return int(self.config.get("max_retries", 5)) + 1
+
+    @override
+    def request_decorator(self, func: t.Callable[..., t.Any]) -> t.Callable[..., t.Any]:
+        """The SDK's retries, then one clear fatal error naming the call and what failed last."""
+        retried = super().request_decorator(func)
+        tries = self.backoff_max_tries()
+
+        def request(prepared_request: requests.PreparedRequest, context: t.Any) -> t.Any:
+            try:
+                return retried(prepared_request, context)
+            except RetriableAPIError as exc:
+                msg = f"{exc} (gave up after {tries} attempts)"
+                raise FatalAPIError(msg) from exc
+            except (requests.ConnectionError, requests.Timeout, ConnectionResetError) as exc:
+                path = (prepared_request.path_url or "").split("?", 1)[0]
+                msg = (
+                    f"{prepared_request.method} {path} failed: {type(exc).__name__} "
+                    f"(gave up after {tries} attempts)"
+                )
+                raise FatalAPIError(msg) from exc
+
+        return request
 
     @override
     def get_new_paginator(self) -> NextPageTokenPaginator:

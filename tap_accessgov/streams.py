@@ -12,6 +12,7 @@ from typing_extensions import override
 
 from tap_accessgov import schemas
 from tap_accessgov.client import AccessGovStream, page_body
+from tap_accessgov.prefetch import PartitionPrefetcher
 
 if t.TYPE_CHECKING:
     import requests
@@ -165,6 +166,7 @@ class AutomationExclusionsStream(AccessGovStream):
     def __init__(self, *args: t.Any, **kwargs: t.Any) -> None:
         super().__init__(*args, **kwargs)
         self._seen_user_ids: set[str] = set()
+        self._prefetcher: PartitionPrefetcher | None = None
 
     @property
     @override
@@ -191,11 +193,16 @@ class AutomationExclusionsStream(AccessGovStream):
 
     @override
     def get_records(self, context: Context | None) -> t.Iterable[dict[str, t.Any]]:
+        """Records of one entitlement; with ``max_concurrency`` > 1 the next entitlements are
+        already being fetched in worker threads (see prefetch.py)."""
         if not context:
             self.logger.info("No exclusion_entitlements configured: nothing to extract")
             return
         try:
-            yield from super().get_records(context)
+            if (workers := int(self.config.get("max_concurrency", 8))) > 1:
+                yield from self._prefetcher_from(context, workers).take(context)
+            else:
+                yield from self.request_records(context)
         except EntitlementNotFoundError as exc:
             self.logger.warning(
                 "Skipping app entitlement %s of app %s: the service does not know it (%s)",
@@ -203,6 +210,20 @@ class AutomationExclusionsStream(AccessGovStream):
                 context["appId"],
                 exc,
             )
+        except BaseException:
+            if self._prefetcher is not None:
+                self._prefetcher.close()
+            raise
+
+    def _prefetcher_from(self, context: Context, workers: int) -> PartitionPrefetcher:
+        if self._prefetcher is None or self._prefetcher.closed:
+            partitions = self.partitions or []
+            start = partitions.index(dict(context)) if dict(context) in partitions else 0
+            self.requests_session  # noqa: B018  (create the shared session before the threads)
+            self._prefetcher = PartitionPrefetcher(
+                lambda ctx: list(self.request_records(ctx)), partitions[start:], workers
+            )
+        return self._prefetcher
 
     @override
     def parse_response(self, response: requests.Response) -> list[dict[str, t.Any]]:

@@ -28,6 +28,9 @@ if t.TYPE_CHECKING:
     from singer_sdk.streams import Stream
 
 DEFAULT_PAGE_SIZE = 100
+DEFAULT_MAX_CONCURRENCY = 8
+DEFAULT_MAX_RETRIES = 5
+DEFAULT_REQUEST_TIMEOUT = 300
 
 
 def _ref(id_description: str) -> th.ObjectType:
@@ -102,6 +105,34 @@ CONFIG_SCHEMA = th.PropertiesList(
         default=DEFAULT_PAGE_SIZE,
         title="Page size",
         description="Results per page on every list and search request (10-100).",
+    ),
+    th.Property(
+        "max_concurrency",
+        th.IntegerType(minimum=1, maximum=16),
+        default=DEFAULT_MAX_CONCURRENCY,
+        title="Max concurrency",
+        description=(
+            "How many automation-exclusion entitlements are fetched at the same time "
+            "(1 = one after another). Output order and content do not depend on it."
+        ),
+    ),
+    th.Property(
+        "max_retries",
+        th.IntegerType(minimum=0, maximum=20),
+        default=DEFAULT_MAX_RETRIES,
+        title="Max retries",
+        description=(
+            "Retries of a request that failed transiently (429, 5xx, dropped connection, "
+            "timeout, unreadable body) before the run fails. Waits grow exponentially "
+            "(1, 2, 4 ... 30 s) or follow the service's Retry-After (at most 60 s)."
+        ),
+    ),
+    th.Property(
+        "request_timeout",
+        th.IntegerType(minimum=1, maximum=3600),
+        default=DEFAULT_REQUEST_TIMEOUT,
+        title="Request timeout",
+        description="Seconds to wait for a response before retrying the request.",
     ),
     th.Property(
         "app_ids",

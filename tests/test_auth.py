@@ -100,3 +100,30 @@ def test_fatal_error_names_method_path_and_message(emulator: Emulator) -> None:
     config, catalog = config, catalog_selecting(config, {"grant_feed": None})
     with pytest.raises(FatalAPIError, match=r"POST /api/v1/grants/feed answered 400: .+"):
         sync(config, catalog=catalog)
+
+
+def test_a_second_401_is_fatal_and_clear(emulator: Emulator) -> None:
+    emulator.faults.add(kind="401", path="/api/v1/grants/feed", times=2)
+    config, catalog = feed_only(emulator)
+    with pytest.raises(
+        FatalAPIError, match="answered 401 to a newly issued access token"
+    ) as caught:
+        sync(config, catalog=catalog)
+    assert "POST /api/v1/grants/feed" in str(caught.value)
+    stats = emulator.stats
+    assert stats["token_requests"] == 2
+    assert stats["faults_by_kind"] == {"401": 2}
+
+
+def test_a_401_after_a_successful_renewal_may_be_retried_again(emulator: Emulator) -> None:
+    """Each time a renewed token has worked, a later 401 earns one more renewal."""
+    emulator.faults.add(kind="401", path="/api/v1/grants/feed", times=1)
+    config, catalog = feed_only(emulator, page_size=100)
+    tap = TapAccessGov(config=config, catalog=catalog, parse_env_config=False)
+    first = sync(config, tap=tap)
+    assert len(first.records["grant_feed"]) == len(emulator.dataset.feed_entries())
+    emulator.faults.add(kind="401", path="/api/v1/grants/feed", times=1)
+    second = sync(config, tap=tap)  # same authenticator; resumes from the bookmark
+    assert second.records["grant_feed"]
+    assert emulator.stats["token_requests"] == 3
+    assert emulator.stats["faults_by_kind"] == {"401": 2}

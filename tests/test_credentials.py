@@ -45,7 +45,7 @@ def good_jwk() -> dict[str, str]:
 )
 def test_client_id_parts(client_id: str, host: str | None, audience: str | None) -> None:
     if host is None:
-        with pytest.raises(CredentialError, match="^client_id: "):
+        with pytest.raises(CredentialError, match=r"^client_id: "):
             parse_client_id(client_id)
         return
     parsed = parse_client_id(client_id)

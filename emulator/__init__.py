@@ -1,0 +1,13 @@
+"""A strict local emulator of the access-governance API, for the tap's tests and demos.
+
+from emulator import Emulator, Dataset, make_credential
+with Emulator(Dataset(seed=1, events=5000), credential=make_credential(seed=7)) as emu:
+    ...  # emu.url, emu.faults, emu.stats, emu.add_events(...)
+"""
+
+from emulator.control import Emulator
+from emulator.credentials import Credential, make_credential
+from emulator.dataset import Dataset
+from emulator.faults import Faults
+
+__all__ = ["Credential", "Dataset", "Emulator", "Faults", "make_credential"]

@@ -1,0 +1,92 @@
+"""`python -m emulator`: run the emulator as a process for the demo and benchmarks.
+
+Prints one line with the URL, optionally writes a ready tap config and a ready file, and
+serves until SIGTERM/SIGINT.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from types import FrameType
+
+from emulator import Dataset, Emulator, make_credential
+
+
+def _write_atomically(path: str, text: str) -> None:
+    """Readers polling for the file never see it half written."""
+    tmp = Path(f"{path}.tmp{os.getpid()}")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m emulator", description=__doc__)
+    p.add_argument("--port", type=int, default=8765, help="0 picks a free port")
+    p.add_argument("--seed", type=int, default=1, help="dataset seed")
+    p.add_argument("--events", type=int, default=20_000, help="initial grant feed events")
+    p.add_argument("--apps", type=int, default=8)
+    p.add_argument("--users", type=int, default=2_000)
+    p.add_argument("--exclusion-entitlements", type=int, default=40)
+    p.add_argument("--max-exclusions", type=int, default=300)
+    p.add_argument("--end", default=None, help="RFC 3339 anchor of the data (default: this hour)")
+    p.add_argument("--span-days", type=int, default=180, help="days covered by the initial feed")
+    p.add_argument("--token-lifetime", type=int, default=600, help="access token seconds")
+    p.add_argument("--latency", type=float, default=0.0, help="seconds added to /api/ answers")
+    p.add_argument("--credential-seed", type=int, default=7)
+    p.add_argument("--tenant", default="acme.accessgov.test")
+    p.add_argument("--write-config", metavar="PATH", help="write a tap config JSON here")
+    p.add_argument("--ready-file", metavar="PATH", help="write the URL here once listening")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    dataset = Dataset(
+        seed=args.seed,
+        events=args.events,
+        apps=args.apps,
+        users=args.users,
+        exclusion_entitlements=args.exclusion_entitlements,
+        max_exclusions=args.max_exclusions,
+        end=args.end,
+        span_days=args.span_days,
+    )
+    credential = make_credential(seed=args.credential_seed, tenant=args.tenant)
+    emulator = Emulator(
+        dataset,
+        credential=credential,
+        token_lifetime=args.token_lifetime,
+        port=args.port,
+        latency=args.latency,
+    )
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        emulator.start()
+    except OSError as err:
+        print(f"emulator: cannot listen on 127.0.0.1:{args.port}: {err.strerror}", file=sys.stderr)
+        return 1
+    with emulator:
+        if args.write_config:
+            _write_atomically(args.write_config, json.dumps(emulator.tap_config(), indent=2) + "\n")
+        if args.ready_file:
+            _write_atomically(args.ready_file, emulator.url + "\n")
+        print(f"emulator listening on {emulator.url}", flush=True)
+        while not stop.wait(0.5):
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,187 @@
+"""`Emulator`: the controller tests, the demo and benchmarks drive.
+
+It owns the dataset, credential, issued tokens, faults and counters, runs the HTTP server in a
+background thread, and exposes its controls both in Python and under `/_emulator/` (for the
+demo and benchmarks, which run it as a subprocess).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from types import TracebackType
+from typing import Any
+
+from emulator import auth
+from emulator.credentials import Credential, make_credential
+from emulator.dataset import Dataset
+from emulator.errors import NOT_FOUND, ApiError, bad_request, method_not_allowed
+from emulator.faults import Faults
+from emulator.paging import PageTokens
+from emulator.server import HOST, EmulatorServer
+from emulator.stats import Stats
+from emulator.timefmt import NS, format_ns
+
+
+class Emulator:
+    """A local, strict stand-in for the access-governance service (see package docs)."""
+
+    def __init__(
+        self,
+        dataset: Dataset | None = None,
+        credential: Credential | None = None,
+        token_lifetime: int = 600,
+        port: int = 0,
+        latency: float = 0.0,
+    ) -> None:
+        self.dataset = dataset if dataset is not None else Dataset()
+        self.credential = credential if credential is not None else make_credential()
+        self.faults = Faults()
+        self.tokens = auth.TokenStore()
+        self.page_tokens = PageTokens()
+        self.stats_counter = Stats()
+        self.token_lifetime = token_lifetime
+        self.latency = latency
+        self._port = port
+        self._server: EmulatorServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # Plain attributes are enough for these two: a single assignment is atomic and each
+    # request reads them once. The setters only validate.
+    @property
+    def token_lifetime(self) -> int:
+        return self._token_lifetime
+
+    @token_lifetime.setter
+    def token_lifetime(self, seconds: int) -> None:
+        if int(seconds) < 1:
+            raise ValueError("token_lifetime must be at least 1 second")
+        self._token_lifetime = int(seconds)
+
+    @property
+    def latency(self) -> float:
+        return self._latency
+
+    @latency.setter
+    def latency(self, seconds: float) -> None:
+        if seconds < 0:
+            raise ValueError("latency must be >= 0")
+        self._latency = float(seconds)
+
+    # ----- lifecycle ------------------------------------------------------------------------
+
+    def start(self) -> Emulator:
+        if self._server is not None:
+            raise RuntimeError("emulator already started")
+        self._server = EmulatorServer(self, self._port)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        server, self._server = self._server, None
+        if server is None:
+            return
+        server.shutdown()
+        server.server_close()
+        server.close_connections()
+        if self._thread is not None:
+            self._thread.join()
+
+    def __enter__(self) -> Emulator:
+        return self.start() if self._server is None else self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        if self._server is None:
+            raise RuntimeError("emulator not started")
+        return int(self._server.server_address[1])
+
+    @property
+    def url(self) -> str:
+        return f"http://{HOST}:{self.port}"
+
+    # ----- controls -------------------------------------------------------------------------
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        return self.stats_counter.snapshot()
+
+    def reset_stats(self) -> None:
+        self.stats_counter.reset()
+
+    def revoke_tokens(self) -> None:
+        self.tokens.revoke_all()
+
+    def add_events(self, count: int = 0, dates: list[Any] | None = None) -> int:
+        """Append feed events (see Dataset.add_events); returns the new event total."""
+        return self.dataset.add_events(count=count, dates=dates)
+
+    def tap_config(self) -> dict[str, Any]:
+        """A ready tap config: credentials, this emulator's URL, every exclusion entitlement."""
+        start = (self.dataset.first_date - 3600 * NS) // NS * NS
+        return {
+            "client_id": self.credential.client_id,
+            "client_secret": self.credential.client_secret,
+            "api_url": self.url,
+            "start_date": format_ns(start),
+            "exclusion_entitlements": [
+                {"app_id": app_id, "app_entitlement_id": ent_id}
+                for app_id, ent_id in self.dataset.exclusion_entitlements
+            ],
+        }
+
+    def control(self, method: str, path: str, body: bytes) -> dict[str, Any]:
+        """The `/_emulator/` endpoints: the Python controls, over HTTP."""
+        action = path.removeprefix("/_emulator/")
+        readers = {"stats": lambda: self.stats, "config": self.tap_config}
+        if action in readers:
+            if method != "GET":
+                raise method_not_allowed("GET")
+            return readers[action]()
+        if action not in ("reset-stats", "events", "faults", "settings", "revoke-tokens"):
+            raise ApiError(404, NOT_FOUND, "no such emulator control")
+        if method != "POST":
+            raise method_not_allowed("POST")
+        try:
+            args = json.loads(body) if body.strip() else {}
+        except ValueError:
+            raise bad_request("control body is not valid JSON") from None
+        if not isinstance(args, dict):
+            raise bad_request("control body must be a JSON object")
+        try:
+            return self._apply_control(action, args)
+        except (ValueError, TypeError) as err:
+            raise bad_request(f"bad control request: {err}") from None
+
+    def _apply_control(self, action: str, args: dict[str, Any]) -> dict[str, Any]:
+        if action == "reset-stats":
+            self.reset_stats()
+        elif action == "revoke-tokens":
+            self.revoke_tokens()
+        elif action == "events":
+            total = self.add_events(count=int(args.get("count", 0)), dates=args.get("dates"))
+            return {"total": total}
+        elif action == "settings":
+            if "latency" in args:
+                self.latency = float(args["latency"])
+            if "token_lifetime" in args:
+                self.token_lifetime = int(args["token_lifetime"])
+            return {"latency": self.latency, "token_lifetime": self.token_lifetime}
+        elif args.get("clear"):
+            self.faults.clear()
+        elif "random" in args:
+            self.faults.random(**args["random"])
+        else:
+            self.faults.add(**args)
+        return {"ok": True}

@@ -1,0 +1,439 @@
+"""The emulated tenant's data, deterministic from a seed, and its ground truth for tests.
+
+Grant feed events are never stored: event i is decoded from a hash of (seed, i), and its date
+is `base + i*step + jitter` with bounded jitter. That keeps 1,000,000 events free in memory,
+keeps neighbours out of date order (the feed is not sorted), and still lets a search with
+`after`/`before` jump straight to the index range that can match.
+
+Dates are anchored on `end`: every initial event lies in the `span_days` before it. The
+default `end` is the start of the previous hour (UTC), so "the last 30 days" has data, events
+added at run time still lie in the past, and two Datasets built in the same hour agree; pass
+`end` for full reproducibility.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, NamedTuple
+
+from emulator.timefmt import NS, format_ns, precise, to_ns
+from emulator.users import UserContext, email_of, make_user, person
+
+TYPE_PREFIX = "type.googleapis.com/c1.api."
+BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+DIGITS = (0, 3, 6, 9)
+TICKET_STATES = ("TICKET_STATE_OPEN", "TICKET_STATE_RESOLVED", "TICKET_STATE_WONT_DO")
+MARGIN = NS  # how far precision rounding can move a generated date
+
+
+class Event(NamedTuple):
+    """One decoded grant feed event, as indexes into the catalog."""
+
+    app: int
+    entitlement: int
+    user: int
+    event_type: str
+    ticket: int  # -1: no ticket
+    date: int  # ns since the epoch
+
+
+@dataclass(frozen=True)
+class FeedFilter:
+    """A feed search reduced to indexes. None = no filter; an empty set matches nothing."""
+
+    after: int | None = None
+    before: int | None = None
+    apps: frozenset[int] | None = None
+    entitlements: frozenset[tuple[int, int]] | None = None
+    app_users: frozenset[tuple[int, int]] | None = None
+    users: frozenset[int] | None = None
+
+    def matches(self, e: Event) -> bool:
+        return (
+            (self.after is None or e.date >= self.after)
+            and (self.before is None or e.date < self.before)
+            and (self.apps is None or e.app in self.apps)
+            and (self.entitlements is None or (e.app, e.entitlement) in self.entitlements)
+            and (self.app_users is None or (e.app, e.user) in self.app_users)
+            and (self.users is None or e.user in self.users)
+        )
+
+
+@dataclass(frozen=True)
+class App:
+    id: str
+    display_name: str
+    entitlement_ids: tuple[str, ...]
+    entitlement_names: tuple[str, ...]
+
+
+def _end_default() -> datetime:
+    """The start of the previous hour: stable for an hour, and it leaves at least an hour
+    between the last initial event and now for events added at run time."""
+    now = datetime.now(UTC)
+    return now.replace(minute=0, second=0, microsecond=0) - timedelta(hours=1)
+
+
+class Dataset:
+    """Apps, entitlements, users, app users, tickets, grant feed events, exclusions."""
+
+    def __init__(
+        self,
+        seed: int = 1,
+        events: int = 20_000,
+        apps: int = 8,
+        users: int = 2_000,
+        exclusion_entitlements: int = 40,
+        max_exclusions: int = 300,
+        *,
+        end: datetime | str | None = None,
+        span_days: int = 180,
+    ) -> None:
+        if apps < 1 or users < 1 or events < 0 or span_days < 1:
+            raise ValueError("need apps >= 1, users >= 1, events >= 0, span_days >= 1")
+        self.seed = seed
+        self.size = events
+        self.end_ns = to_ns(end if end is not None else _end_default())
+        self._key = hashlib.blake2b(f"dataset:{seed}".encode(), digest_size=32).digest()
+        self._lock = threading.Lock()
+        self._build_catalog(apps, users)
+        self._build_exclusions(exclusion_entitlements, max_exclusions)
+        # Event i's date is base + i*step + jitter, jitter in [0, window), then rounded by
+        # at most MARGIN; so the whole initial feed ends before `end`.
+        span = span_days * 86_400 * NS
+        self.step = max(span // max(events, 1), 1)
+        self.window = 3 * self.step
+        self.base = self.end_ns - events * self.step - self.window - 2 * MARGIN
+        self.tickets = max(20, events // 25)
+        self._added: list[int] = []  # dates of events added at run time, in server order
+        tail = range(max(0, events - 2 - (self.window + 2 * MARGIN) // self.step), events)
+        self._max_date = max((self.event(i).date for i in tail), default=self.base)
+
+    # ----- catalog -------------------------------------------------------------------------
+
+    def _id(self, *parts: object) -> str:
+        """A stable, KSUID-looking id (27 base62 chars starting with '2')."""
+        digest = hashlib.blake2b(repr(parts).encode(), key=self._key, digest_size=24).digest()
+        n = int.from_bytes(digest, "little")
+        chars = ["2"]
+        for _ in range(26):
+            n, r = divmod(n, 62)
+            chars.append(BASE62[r])
+        return "".join(chars)
+
+    def _build_catalog(self, n_apps: int, n_users: int) -> None:
+        rng = random.Random(f"{self.seed}:catalog")
+        nouns = ("Okta", "GitHub", "Salesforce", "AWS", "Slack", "Jira", "Snowflake", "Zoom")
+        roles = ("admin", "read-only", "billing", "developer", "owner", "auditor", "support")
+        self._apps: list[App] = []
+        for a in range(n_apps):
+            count = rng.randint(3, 12)
+            ent_ids = [self._id("entitlement", a, k) for k in range(count)]
+            if a == 1:
+                # Entitlement ids are unique only within their app: make one collide.
+                ent_ids[0] = self._apps[0].entitlement_ids[0]
+            names = tuple(f"{roles[k % len(roles)]} {k // len(roles) + 1}" for k in range(count))
+            name = f"{nouns[a % len(nouns)]} {a // len(nouns) + 1}"
+            self._apps.append(App(self._id("app", a), name, tuple(ent_ids), names))
+        self._app_index = {app.id: a for a, app in enumerate(self._apps)}
+        self._ent_index = {
+            (app.id, ent): (a, k)
+            for a, app in enumerate(self._apps)
+            for k, ent in enumerate(app.entitlement_ids)
+        }
+        self.user_ids: list[str] = [self._id("user", u) for u in range(n_users)]
+        self._user_index = {uid: u for u, uid in enumerate(self.user_ids)}
+        self._app_users = [
+            [self._id("appuser", a, u) for u in range(n_users)] for a in range(n_apps)
+        ]
+        self._app_user_index = {
+            auid: (a, u) for a, ids in enumerate(self._app_users) for u, auid in enumerate(ids)
+        }
+
+    @property
+    def apps(self) -> list[str]:
+        return [app.id for app in self._apps]
+
+    @property
+    def entitlements(self) -> list[tuple[str, str]]:
+        return [(app.id, ent) for app in self._apps for ent in app.entitlement_ids]
+
+    def app_user_id(self, app: int, user: int) -> str:
+        return self._app_users[app][user]
+
+    def user_of_app_user(self, app_user_id: str) -> str:
+        return self.user_ids[self._app_user_index[app_user_id][1]]
+
+    def user_context(self) -> UserContext:
+        return UserContext(self.seed, self.user_ids, self.apps, self.app_user_id, self.end_ns)
+
+    def user(self, user_id: str) -> dict[str, Any]:
+        """The raw User object (KeyError for an unknown id)."""
+        return make_user(self.user_context(), self._user_index[user_id])
+
+    def entitlement_index(self, app_id: str, entitlement_id: str) -> tuple[int, int] | None:
+        return self._ent_index.get((app_id, entitlement_id))
+
+    # ----- expanded objects (protobuf Any style) --------------------------------------------
+
+    def expanded_app(self, a: int) -> dict[str, Any]:
+        app = self._apps[a]
+        return {"@type": TYPE_PREFIX + "app.v1.App", "id": app.id, "displayName": app.display_name}
+
+    def expanded_entitlement(self, a: int, k: int) -> dict[str, Any]:
+        app = self._apps[a]
+        name = app.entitlement_names[k]
+        return {
+            "@type": TYPE_PREFIX + "app.v1.AppEntitlement",
+            "id": app.entitlement_ids[k],
+            "appId": app.id,
+            "displayName": name,
+            "slug": name.replace(" ", "-"),
+        }
+
+    def expanded_app_user(self, a: int, u: int) -> dict[str, Any]:
+        first, last = person(self.seed, u)
+        return {
+            "@type": TYPE_PREFIX + "app.v1.AppUser",
+            "id": self._app_users[a][u],
+            "appId": self._apps[a].id,
+            "identityUserId": self.user_ids[u],
+            "email": email_of(self.seed, u),
+            "displayName": f"{first} {last}",
+        }
+
+    def ticket_id(self, t: int) -> str:
+        return self._id("ticket", t)
+
+    def expanded_ticket(self, t: int) -> dict[str, Any]:
+        rng = random.Random(f"{self.seed}:ticket:{t}")
+        created = self.base + rng.randrange(max(self.end_ns - self.base, 1))
+        return {
+            "@type": TYPE_PREFIX + "ticket.v1.Ticket",
+            "id": self.ticket_id(t),
+            "displayName": f"Access request #{1000 + t}",
+            "state": rng.choice(TICKET_STATES),
+            "createdAt": format_ns(precise(created, rng.choice(DIGITS))),
+        }
+
+    # ----- automation exclusions ------------------------------------------------------------
+
+    def _build_exclusions(self, wanted: int, max_size: int) -> None:
+        """Pick exclusion entitlements round-robin over apps, with deliberately varied sizes.
+
+        The first has as many exclusions as allowed (multi-page at page size 100 when the
+        limits allow), the second none, the fourth exactly one default page (25); all
+        non-empty lists share one user, so the same user is excluded on several entitlements.
+        """
+        rng = random.Random(f"{self.seed}:exclusions")
+        per_app = [list(range(len(app.entitlement_ids))) for app in self._apps]
+        chosen: list[tuple[int, int]] = []
+        depth = 0
+        while len(chosen) < wanted and depth < 12:
+            for a, ents in enumerate(per_app):
+                if depth < len(ents) and len(chosen) < wanted:
+                    chosen.append((a, ents[depth]))
+            depth += 1
+        n_users = len(self.user_ids)
+        cap = min(max_size, n_users)
+        shared = rng.randrange(n_users)
+        self._exclusions: dict[tuple[int, int], list[int]] = {}
+        for n, key in enumerate(chosen):
+            size = {0: cap, 1: 0, 2: min(3, cap), 3: min(25, cap)}.get(n, rng.randint(0, cap))
+            members = rng.sample(range(n_users), size)
+            if members and shared not in members:
+                members[rng.randrange(size)] = shared
+            self._exclusions[key] = members
+
+    @property
+    def exclusion_entitlements(self) -> list[tuple[str, str]]:
+        return [(self._apps[a].id, self._apps[a].entitlement_ids[k]) for a, k in self._exclusions]
+
+    def exclusion_members(self, a: int, k: int) -> list[int]:
+        """User indexes excluded on entitlement (a, k) in server order; [] if none/unknown."""
+        return self._exclusions.get((a, k), [])
+
+    def exclusion_entry(self, a: int, k: int, u: int) -> dict[str, Any]:
+        app = self._apps[a]
+        return {
+            "appEntitlementId": app.entitlement_ids[k],
+            "appId": app.id,
+            "appUserId": self._app_users[a][u],
+            "user": make_user(self.user_context(), u),
+        }
+
+    def exclusion_entries(self, app_id: str, entitlement_id: str) -> list[dict[str, Any]]:
+        """Ground truth: the raw exclusion entries of one app entitlement, in server order."""
+        index = self.entitlement_index(app_id, entitlement_id)
+        if index is None:
+            raise KeyError((app_id, entitlement_id))
+        return [self.exclusion_entry(*index, u) for u in self.exclusion_members(*index)]
+
+    # ----- grant feed -----------------------------------------------------------------------
+
+    @property
+    def total(self) -> int:
+        """Events in server order so far (initial plus added)."""
+        return self.size + len(self._added)
+
+    def event(self, i: int) -> Event:
+        digest = hashlib.blake2b(i.to_bytes(8, "little"), key=self._key, digest_size=32).digest()
+        h = int.from_bytes(digest, "little")
+        h, a = divmod(h, len(self._apps))
+        h, k = divmod(h, len(self._apps[a].entitlement_ids))
+        h, u = divmod(h, len(self.user_ids))
+        h, kind = divmod(h, 1000)
+        if kind < 540:
+            event_type = "GRANT_EVENT_TYPE_ADDED"
+        elif kind < 950:
+            event_type = "GRANT_EVENT_TYPE_REMOVED"
+        elif kind < 980:
+            event_type = "GRANT_EVENT_TYPE_UNSPECIFIED"
+        else:
+            event_type = "GRANT_EVENT_TYPE_MODIFIED"  # newer than the spec: must be tolerated
+        h, has_ticket = divmod(h, 10)
+        h, ticket = divmod(h, self.tickets)
+        h, digits = divmod(h, 4)
+        if i < self.size:
+            jitter = h % self.window
+            date = precise(self.base + i * self.step + jitter, DIGITS[digits])
+        else:
+            date = self._added[i - self.size]
+        return Event(a, k, u, event_type, ticket if has_ticket < 6 else -1, date)
+
+    def feed_object(self, e: Event) -> dict[str, Any]:
+        app = self._apps[e.app]
+        feed = {
+            "appEntitlementId": app.entitlement_ids[e.entitlement],
+            "appId": app.id,
+            "appUserId": self._app_users[e.app][e.user],
+            "date": format_ns(e.date),
+            "eventType": e.event_type,
+        }
+        if e.ticket >= 0:
+            feed["ticketId"] = self.ticket_id(e.ticket)
+        return feed
+
+    def initial_range(self, flt: FeedFilter) -> tuple[int, int]:
+        """Indexes [lo, hi) of initial events whose date can satisfy after/before."""
+        lo, hi = 0, self.size
+        if flt.after is not None:
+            lo = max(lo, (flt.after - self.base - self.window - MARGIN) // self.step)
+        if flt.before is not None:
+            hi = min(hi, max(0, (flt.before - self.base + MARGIN) // self.step + 1))
+        return min(lo, self.size), hi
+
+    def scan(
+        self, flt: FeedFilter, start: int, limit: int, budget: int | None = None
+    ) -> tuple[list[Event], int | None]:
+        """Matching events from position `start` in server order, at most `limit` of them.
+
+        Returns the events and the position to resume from, or None when nothing is left.
+        Once something matched, stops early (a short page, with a resume position) after
+        examining `budget` events, so a sparse search of a huge feed answers in bounded time;
+        a page is never empty unless the search is over.
+        """
+        total = self.total
+        lo, hi = self.initial_range(flt)
+        found: list[Event] = []
+        examined = 0
+        i = max(start, lo) if start < self.size else start
+        while i < total:
+            if hi <= i < self.size:
+                i = self.size
+                continue
+            if len(found) >= limit or (found and budget is not None and examined >= budget):
+                return found, i
+            e = self.event(i)
+            examined += 1
+            i += 1
+            if flt.matches(e):
+                found.append(e)
+        return found, None
+
+    def make_filter(
+        self,
+        *,
+        after: str | datetime | int | None = None,
+        before: str | datetime | int | None = None,
+        app_ids: Iterable[str] | None = None,
+        app_entitlement_refs: Iterable[tuple[str, str]] | None = None,
+        app_user_refs: Iterable[tuple[str, str]] | None = None,
+        user_ids: Iterable[str] | None = None,
+    ) -> FeedFilter:
+        """Resolve ids to indexes; an empty or absent list means no filter (protobuf)."""
+
+        def resolve(items: Iterable[Any] | None, lookup: Any) -> frozenset[Any] | None:
+            values = list(items or ())
+            if not values:
+                return None
+            return frozenset(r for r in (lookup(v) for v in values) if r is not None)
+
+        def app_user(ref: tuple[str, str]) -> tuple[int, int] | None:
+            found = self._app_user_index.get(ref[1])
+            return found if found and self._apps[found[0]].id == ref[0] else None
+
+        return FeedFilter(
+            after=None if after is None else to_ns(after),
+            before=None if before is None else to_ns(before),
+            apps=resolve(app_ids, self._app_index.get),
+            entitlements=resolve(app_entitlement_refs, lambda r: self._ent_index.get(tuple(r))),
+            app_users=resolve(app_user_refs, app_user),
+            users=resolve(user_ids, self._user_index.get),
+        )
+
+    def feed_entries(
+        self,
+        *,
+        after: str | datetime | int | None = None,
+        before: str | datetime | int | None = None,
+        app_ids: Sequence[str] | None = None,
+        app_entitlement_refs: Sequence[tuple[str, str]] | None = None,
+        app_user_refs: Sequence[tuple[str, str]] | None = None,
+        user_ids: Sequence[str] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Ground truth: the raw feed entries a full traversal returns, in server order."""
+        flt = self.make_filter(
+            after=after,
+            before=before,
+            app_ids=app_ids,
+            app_entitlement_refs=app_entitlement_refs,
+            app_user_refs=app_user_refs,
+            user_ids=user_ids,
+        )
+        found, _ = self.scan(flt, 0, self.total + 1)
+        return [{"feed": self.feed_object(e)} for e in found]
+
+    @property
+    def first_date(self) -> int:
+        """A lower bound of every initial event date (ns)."""
+        return self.base - MARGIN
+
+    def add_events(
+        self, count: int = 0, dates: Iterable[str | datetime | int] | None = None
+    ) -> int:
+        """Append events: at explicit instants, then `count` more dated after everything.
+
+        Count-based dates strictly increase from the latest existing date, 1 ms to 1 s apart
+        (so thousands still fit before "now") with mixed precision, so an incremental sync
+        must find exactly them. Returns the new total.
+        """
+        with self._lock:
+            for value in dates or ():
+                ns = to_ns(value)
+                self._added.append(ns)
+                self._max_date = max(self._max_date, ns)
+            for _ in range(count):
+                rng = random.Random(f"{self.seed}:added:{self.total}")
+                step = 1_000_000 + rng.randrange(NS)
+                date = precise(self._max_date + step, rng.choice(DIGITS))
+                if date <= self._max_date:  # rounding to a coarse form went back: use ns
+                    date = precise(self._max_date + step, 9)
+                self._added.append(date)
+                self._max_date = date
+            return self.total

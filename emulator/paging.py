@@ -1,0 +1,59 @@
+"""Opaque, unforgeable page tokens bound to the request they came from.
+
+A token carries the scan position plus a digest of everything that shapes the result except
+the page size (which may change between pages), sealed with an HMAC. Replaying it with other
+filters is refused, like the real service does.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+import secrets
+from typing import Any
+
+from emulator.errors import bad_request
+
+_MAC_SIZE = 16
+
+
+def digest_of(shape: Any) -> str:
+    """A short, canonical digest of a JSON-able request shape."""
+    text = json.dumps(shape, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+class PageTokens:
+    def __init__(self, key: bytes | None = None) -> None:
+        self._key = key or secrets.token_bytes(32)
+
+    def _mac(self, raw: bytes) -> bytes:
+        return hmac.new(self._key, raw, hashlib.sha256).digest()[:_MAC_SIZE]
+
+    def encode(self, position: int, digest: str) -> str:
+        raw = f"{position}:{digest}".encode()
+        return base64.urlsafe_b64encode(raw + self._mac(raw)).rstrip(b"=").decode()
+
+    def decode(self, token: str, digest: str) -> int:
+        """The position in `token`; 400 if garbled, forged or from another request."""
+        try:
+            blob = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        except (binascii.Error, ValueError):
+            raise bad_request("invalid page token") from None
+        raw, mac = blob[:-_MAC_SIZE], blob[-_MAC_SIZE:]
+        if len(blob) <= _MAC_SIZE or not hmac.compare_digest(mac, self._mac(raw)):
+            raise bad_request("invalid page token")
+        position, _, token_digest = raw.decode().partition(":")
+        if token_digest != digest:
+            raise bad_request("page token does not match request")
+        return int(position)
+
+
+def clamp_page_size(value: int) -> int:
+    """0/absent → 25; below 10 → 10; above 100 → 100 (the spec's pagination rules)."""
+    if value == 0:
+        return 25
+    return min(max(value, 10), 100)

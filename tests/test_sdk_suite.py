@@ -1,0 +1,15 @@
+"""The SDK's standard tap tests (CLI, discovery, connection, final state, per-stream schema
+and record checks), run against the shared emulator."""
+
+from __future__ import annotations
+
+from singer_sdk.testing import SuiteConfig, get_tap_test_class
+
+from tap_accessgov.tap import TapAccessGov
+from tests.conftest import shared_emulator
+
+TestTapAccessGov = get_tap_test_class(
+    tap_class=TapAccessGov,
+    config=shared_emulator().tap_config(),
+    suite_config=SuiteConfig(max_records_limit=None),
+)

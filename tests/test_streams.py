@@ -1,0 +1,319 @@
+"""The three streams against the emulator's ground truth, record for record."""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import Counter
+
+import pytest
+
+from emulator import Emulator
+from tests.conftest import SyncResult, catalog_selecting, ns, shared_emulator, sync
+
+KNOWN_STATUSES = {"UNKNOWN", "ENABLED", "DISABLED", "DELETED"}
+KNOWN_EVENT_TYPES = {
+    "GRANT_EVENT_TYPE_UNSPECIFIED",
+    "GRANT_EVENT_TYPE_ADDED",
+    "GRANT_EVENT_TYPE_REMOVED",
+}
+PRIMARY_KEYS = {
+    "grant_feed": ("appId", "appEntitlementId", "appUserId", "eventType", "date"),
+    "automation_exclusions": ("appId", "appEntitlementId", "userId"),
+    "users": ("id",),
+}
+
+
+@pytest.fixture(scope="module")
+def full_sync() -> SyncResult:
+    """One sync of every stream from the shared emulator, with the default settings."""
+    return sync(shared_emulator().tap_config())
+
+
+def feed_multiset(feeds: list[dict]) -> Counter:
+    return Counter(tuple(sorted(feed.items())) for feed in feeds)
+
+
+def assert_feed_matches(records: list[dict], expected_entries: list[dict]) -> None:
+    assert len(records) == len(expected_entries)
+    assert feed_multiset([r["feed"] for r in records]) == feed_multiset(
+        [e["feed"] for e in expected_entries]
+    )
+    for record in records:
+        feed = record["feed"]
+        assert record["appId"] == feed["appId"]
+        assert record["appEntitlementId"] == feed["appEntitlementId"]
+        assert record["appUserId"] == feed["appUserId"]
+        assert record["eventType"] == feed.get("eventType", "GRANT_EVENT_TYPE_UNSPECIFIED")
+        assert ns(record["date"]) == ns(feed["date"])
+        assert len(record["date"]) == len("2025-01-01T00:00:00.000000000Z")
+
+
+def test_grant_feed_equals_ground_truth(full_sync: SyncResult) -> None:
+    truth = shared_emulator().dataset.feed_entries()
+    assert_feed_matches(full_sync.records["grant_feed"], truth)
+    dates = [ns(r["feed"]["date"]) for r in full_sync.records["grant_feed"]]
+    assert dates != sorted(dates), "the emulator serves the feed unsorted"
+    fractions = Counter(
+        len(r["feed"]["date"].split(".")[1]) - 1 if "." in r["feed"]["date"] else 0
+        for r in full_sync.records["grant_feed"]
+    )
+    assert set(fractions) == {0, 3, 6, 9}
+
+
+def test_unknown_event_types_pass_through(full_sync: SyncResult) -> None:
+    types = {r["eventType"] for r in full_sync.records["grant_feed"]}
+    assert types - KNOWN_EVENT_TYPES, "the dataset carries event types the tap does not know"
+    assert {"GRANT_EVENT_TYPE_ADDED", "GRANT_EVENT_TYPE_REMOVED"} <= types
+
+
+def test_primary_keys_are_unique_within_a_run(full_sync: SyncResult) -> None:
+    for stream, keys in PRIMARY_KEYS.items():
+        rows = full_sync.records[stream]
+        values = [tuple(row[key] for key in keys) for row in rows]
+        assert all(all(v is not None for v in value) for value in values), stream
+        duplicates = [value for value, n in Counter(values).items() if n > 1]
+        assert not duplicates, f"{stream}: {duplicates[:3]}"
+
+
+def test_automation_exclusions_equal_ground_truth(full_sync: SyncResult) -> None:
+    dataset = shared_emulator().dataset
+    expected = Counter()
+    sizes = []
+    for app_id, entitlement_id in dataset.exclusion_entitlements:
+        entries = dataset.exclusion_entries(app_id, entitlement_id)
+        sizes.append(len(entries))
+        for entry in entries:
+            expected[(app_id, entitlement_id, entry["appUserId"], entry["user"]["id"])] += 1
+    got = Counter(
+        (r["appId"], r["appEntitlementId"], r["appUserId"], r["userId"])
+        for r in full_sync.records["automation_exclusions"]
+    )
+    assert got == expected
+    assert 0 in sizes, "an entitlement without exclusions answers list: null"
+    assert max(sizes) > 100, "an entitlement spans several pages even at page size 100"
+
+
+def test_users_are_the_distinct_excluded_users_verbatim(full_sync: SyncResult) -> None:
+    dataset = shared_emulator().dataset
+    partitions_of_user: dict[str, set] = {}
+    for app_id, entitlement_id in dataset.exclusion_entitlements:
+        for entry in dataset.exclusion_entries(app_id, entitlement_id):
+            partitions_of_user.setdefault(entry["user"]["id"], set()).add((app_id, entitlement_id))
+    users = full_sync.records["users"]
+    assert sorted(u["id"] for u in users) == sorted(partitions_of_user)
+    assert any(len(p) > 1 for p in partitions_of_user.values()), "users shared by entitlements"
+    for user in users:
+        assert user == dataset.user(user["id"])
+    statuses = {u.get("status") for u in users} | {u.get("directoryStatus") for u in users}
+    assert statuses - KNOWN_STATUSES - {None}, "unknown status values pass through"
+    assert any(isinstance(u.get("profile"), dict) and u["profile"] for u in users)
+    assert any(u.get("emailSources") for u in users)
+
+
+def test_feed_state_is_the_latest_date(full_sync: SyncResult) -> None:
+    bookmark = full_sync.state["bookmarks"]["grant_feed"]
+    latest = max(full_sync.records["grant_feed"], key=lambda r: ns(r["date"]))
+    assert bookmark["replication_key"] == "date"
+    assert bookmark["replication_key_value"] == latest["date"]
+    assert "progress_markers" not in bookmark
+
+
+FILTERS = {
+    "app_ids": lambda ds: ({"app_ids": ds.apps[:2]}, {"app_ids": ds.apps[:2]}),
+    "app_entitlement_refs": lambda ds: (
+        {"app_entitlement_refs": [{"app_id": a, "id": e} for a, e in ds.entitlements[:3]]},
+        {"app_entitlement_refs": ds.entitlements[:3]},
+    ),
+    "app_user_refs": lambda ds: (
+        {
+            "app_user_refs": [
+                {"app_id": r["feed"]["appId"], "id": r["feed"]["appUserId"]}
+                for r in ds.feed_entries()[:5]
+            ]
+        },
+        {
+            "app_user_refs": [
+                (r["feed"]["appId"], r["feed"]["appUserId"]) for r in ds.feed_entries()[:5]
+            ]
+        },
+    ),
+    "user_ids": lambda ds: (
+        {"user_ids": [ds.user_of_app_user(r["feed"]["appUserId"]) for r in ds.feed_entries()[:4]]},
+        {"user_ids": [ds.user_of_app_user(r["feed"]["appUserId"]) for r in ds.feed_entries()[:4]]},
+    ),
+    "dates": lambda ds: (
+        {
+            "start_date": ds.feed_entries()[300]["feed"]["date"],
+            "end_date": ds.feed_entries()[900]["feed"]["date"],
+        },
+        {
+            "after": ds.feed_entries()[300]["feed"]["date"],
+            "before": ds.feed_entries()[900]["feed"]["date"],
+        },
+    ),
+    "combined": lambda ds: (
+        {"app_ids": ds.apps[1:3], "start_date": ds.feed_entries()[500]["feed"]["date"]},
+        {"app_ids": ds.apps[1:3], "after": ds.feed_entries()[500]["feed"]["date"]},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", FILTERS)
+def test_grant_feed_filters_equal_ground_truth(name: str) -> None:
+    emulator = shared_emulator()
+    settings, truth_args = FILTERS[name](emulator.dataset)
+    config = {**emulator.tap_config(), **settings}
+    truth = emulator.dataset.feed_entries(**truth_args)
+    assert 0 < len(truth) < len(emulator.dataset.feed_entries())
+    result = sync(config, catalog=catalog_selecting(config, {"grant_feed": None}))
+    assert_feed_matches(result.records.get("grant_feed", []), truth)
+
+
+@pytest.mark.parametrize("page_size", [10, 100])
+def test_page_sizes(emulator: Emulator, page_size: int) -> None:
+    config = {**emulator.tap_config(), "page_size": page_size}
+    result = sync(config, catalog=catalog_selecting(config, {"grant_feed": None}))
+    truth = emulator.dataset.feed_entries()
+    assert_feed_matches(result.records["grant_feed"], truth)
+    requests = emulator.stats["api_requests_by_path"]["/api/v1/grants/feed"]
+    assert requests == math.ceil(len(truth) / page_size)
+
+
+def test_expand_mask_puts_the_related_objects_into_each_record() -> None:
+    emulator = shared_emulator()
+    config = {
+        **emulator.tap_config(),
+        "expand_mask": ["app", "app_entitlement", "app_user", "ticket"],
+        "app_ids": emulator.dataset.apps[:1],
+    }
+    result = sync(config, catalog=catalog_selecting(config, {"grant_feed": None}))
+    records = result.records["grant_feed"]
+    assert_feed_matches(records, emulator.dataset.feed_entries(app_ids=emulator.dataset.apps[:1]))
+    with_ticket = 0
+    for record in records:
+        assert record["app"]["id"] == record["appId"]
+        assert record["app"]["@type"].endswith(".App")
+        assert record["entitlement"]["id"] == record["appEntitlementId"]
+        assert record["entitlement"]["@type"].endswith(".AppEntitlement")
+        assert record["appUser"]["id"] == record["appUserId"]
+        assert record["appUser"]["@type"].endswith(".AppUser")
+        assert record["appPath"].startswith("$.expanded[")
+        if "ticketId" in record["feed"]:
+            with_ticket += 1
+            assert record["ticket"]["id"] == record["feed"]["ticketId"]
+            assert record["ticket"]["@type"].endswith(".Ticket")
+        else:
+            assert record.get("ticket") is None
+    assert 0 < with_ticket < len(records)
+
+
+def test_without_expand_mask_no_objects_are_added(full_sync: SyncResult) -> None:
+    record = full_sync.records["grant_feed"][0]
+    assert all(record.get(field) is None for field in ("app", "appUser", "entitlement", "ticket"))
+
+
+def expected_exclusion_requests(emulator: Emulator, page_size: int = 100) -> int:
+    """First request without paging parameters (25 results), then pages of page_size."""
+    total = 0
+    for app_id, entitlement_id in emulator.dataset.exclusion_entitlements:
+        size = len(emulator.dataset.exclusion_entries(app_id, entitlement_id))
+        total += 1 + max(0, math.ceil((size - 25) / page_size))
+    return total
+
+
+def exclusion_requests(emulator: Emulator) -> int:
+    return sum(
+        n
+        for path, n in emulator.stats["api_requests_by_path"].items()
+        if path.endswith("/exclusions")
+    )
+
+
+@pytest.mark.parametrize(
+    "selected",
+    [("automation_exclusions", "users"), ("users",), ("automation_exclusions",)],
+)
+def test_each_exclusion_page_is_fetched_once(emulator: Emulator, selected: tuple[str, ...]) -> None:
+    config = emulator.tap_config()
+    result = sync(config, catalog=catalog_selecting(config, dict.fromkeys(selected)))
+    assert set(result.records) == set(selected)
+    assert exclusion_requests(emulator) == expected_exclusion_requests(emulator)
+    if "users" in selected:
+        expected_users = {
+            entry["user"]["id"]
+            for app_id, entitlement_id in emulator.dataset.exclusion_entitlements
+            for entry in emulator.dataset.exclusion_entries(app_id, entitlement_id)
+        }
+        assert sorted(u["id"] for u in result.records["users"]) == sorted(expected_users)
+
+
+def test_unknown_entitlement_is_a_warning_and_the_others_are_extracted(
+    emulator: Emulator, caplog: pytest.LogCaptureFixture
+) -> None:
+    config = emulator.tap_config()
+    app_id = emulator.dataset.apps[0]
+    config["exclusion_entitlements"].insert(1, {"app_id": app_id, "app_entitlement_id": "missing"})
+    with caplog.at_level(logging.WARNING):
+        result = sync(config, catalog=catalog_selecting(config, {"automation_exclusions": None}))
+    expected = sum(
+        len(emulator.dataset.exclusion_entries(a, e))
+        for a, e in emulator.dataset.exclusion_entitlements
+    )
+    assert len(result.records["automation_exclusions"]) == expected
+    warnings = [r.getMessage() for r in caplog.records if "missing" in r.getMessage()]
+    assert len(warnings) == 1
+    assert f"app entitlement missing of app {app_id}" in warnings[0]
+    assert "404" in warnings[0]
+
+
+def test_no_exclusion_entitlements_configured(emulator: Emulator) -> None:
+    config = {**emulator.tap_config(), "exclusion_entitlements": []}
+    result = sync(
+        config, catalog=catalog_selecting(config, {"automation_exclusions": None, "users": None})
+    )
+    assert not result.records
+    assert exclusion_requests(emulator) == 0
+
+
+def test_incremental_sync_gets_every_new_event_and_only_rereads_the_bookmark_instant(
+    emulator: Emulator,
+) -> None:
+    config = emulator.tap_config()
+    catalog = catalog_selecting(config, {"grant_feed": None})
+    first = sync(config, catalog=catalog)
+    bookmark = first.state["bookmarks"]["grant_feed"]["replication_key_value"]
+    at_bookmark = [r for r in first.records["grant_feed"] if ns(r["date"]) == ns(bookmark)]
+    assert at_bookmark
+
+    before = emulator.dataset.total
+    emulator.add_events(dates=[bookmark])  # a late event at exactly the bookmark instant
+    emulator.add_events(count=40)
+    new_entries = emulator.dataset.feed_entries()[before:]
+    assert len(new_entries) == 41
+
+    second = sync(config, catalog=catalog, state=first.state)
+    got = second.records["grant_feed"]
+    assert feed_multiset([r["feed"] for r in got]) == feed_multiset(
+        [e["feed"] for e in new_entries + [{"feed": r["feed"]} for r in at_bookmark]]
+    )
+    assert second.state["bookmarks"]["grant_feed"]["replication_key_value"] == max(
+        (r["date"] for r in got), key=ns
+    )
+
+    third = sync(config, catalog=catalog, state=second.state)
+    newest = ns(second.state["bookmarks"]["grant_feed"]["replication_key_value"])
+    assert all(ns(r["date"]) == newest for r in third.records["grant_feed"])
+
+
+def test_deselected_property_is_not_emitted() -> None:
+    emulator = shared_emulator()
+    config = {**emulator.tap_config(), "app_ids": emulator.dataset.apps[:1]}
+    catalog = catalog_selecting(config, {"grant_feed": ["feed"], "users": ["displayName"]})
+    result = sync(config, catalog=catalog)
+    record = result.records["grant_feed"][0]
+    assert "feed" in record
+    assert "appPath" not in result.schemas["grant_feed"]["properties"]
+    assert set(record) <= {"feed", *PRIMARY_KEYS["grant_feed"]}
+    assert set(result.records["users"][0]) <= {"id", "displayName"}
+    assert "automation_exclusions" not in result.records
