@@ -1,0 +1,228 @@
+"""End to end: Meltano into PostgreSQL, and plain `tap-accessgov | target-jsonl` processes,
+each checked row for row against the emulator's ground truth, twice (the second run is
+incremental)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import typing as t
+import uuid
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from emulator import Dataset, Emulator
+from tests.conftest import CREDENTIAL, ROOT, ns
+
+POSTGRES_URL = os.environ.get(
+    "ACCESSGOV_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+)
+BIN = Path(sys.executable).parent
+DATASET = {
+    "seed": 5,
+    "events": 2500,
+    "apps": 5,
+    "users": 400,
+    "exclusion_entitlements": 10,
+    "max_exclusions": 150,
+}
+
+
+@pytest.fixture(scope="module")
+def meltano_plugins() -> None:
+    """The plugins of meltano.yml, installed into .meltano/ (quick when already there)."""
+    subprocess.run(
+        [str(BIN / "meltano"), "install"],
+        cwd=ROOT,
+        env={**os.environ, "MELTANO_SEND_ANONYMOUS_USAGE_STATS": "false"},
+        check=True,
+        capture_output=True,
+    )
+
+
+@pytest.fixture
+def emulator() -> t.Iterator[Emulator]:
+    with Emulator(Dataset(**DATASET), credential=CREDENTIAL) as emu:
+        yield emu
+
+
+@pytest.fixture
+def postgres() -> t.Iterator[tuple[t.Any, str]]:
+    """A connection and a fresh schema, dropped afterwards. No server is a failure."""
+    import psycopg
+
+    try:
+        connection = psycopg.connect(
+            POSTGRES_URL.replace("postgresql+psycopg://", "postgresql://"), autocommit=True
+        )
+    except psycopg.OperationalError as exc:
+        pytest.fail(
+            f"PostgreSQL is not reachable at {POSTGRES_URL} ({exc}). The end-to-end tests need "
+            "it: start it, or point ACCESSGOV_TEST_POSTGRES_URL at one."
+        )
+    schema = f"accessgov_e2e_{uuid.uuid4().hex[:10]}"
+    try:
+        yield connection, schema
+    finally:
+        connection.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        connection.close()
+
+
+def truth_feed_keys(emulator: Emulator) -> Counter:
+    return Counter(
+        (
+            e["feed"]["appId"],
+            e["feed"]["appEntitlementId"],
+            e["feed"]["appUserId"],
+            e["feed"].get("eventType", "GRANT_EVENT_TYPE_UNSPECIFIED"),
+            ns(e["feed"]["date"]) // 1000,  # PostgreSQL keeps microseconds
+        )
+        for e in emulator.dataset.feed_entries()
+    )
+
+
+def truth_exclusions(emulator: Emulator) -> Counter:
+    return Counter(
+        (app_id, entitlement_id, entry["user"]["id"])
+        for app_id, entitlement_id in emulator.dataset.exclusion_entitlements
+        for entry in emulator.dataset.exclusion_entries(app_id, entitlement_id)
+    )
+
+
+def tap_env(emulator: Emulator) -> dict[str, str]:
+    config = emulator.tap_config()
+    return {
+        "TAP_ACCESSGOV_CLIENT_ID": config["client_id"],
+        "TAP_ACCESSGOV_CLIENT_SECRET": config["client_secret"],
+        "TAP_ACCESSGOV_API_URL": config["api_url"],
+        "TAP_ACCESSGOV_START_DATE": config["start_date"],
+        "TAP_ACCESSGOV_EXCLUSION_ENTITLEMENTS": json.dumps(config["exclusion_entitlements"]),
+    }
+
+
+def test_meltano_run_into_postgres(
+    meltano_plugins: None, emulator: Emulator, postgres, tmp_path: Path
+) -> None:
+    connection, schema = postgres
+    env = {
+        **os.environ,
+        **tap_env(emulator),
+        "MELTANO_SEND_ANONYMOUS_USAGE_STATS": "false",
+        "MELTANO_ENVIRONMENT": "emulator",
+        "MELTANO_DATABASE_URI": f"sqlite:///{tmp_path / 'meltano.db'}",
+        "TARGET_POSTGRES_SQLALCHEMY_URL": POSTGRES_URL,
+        "TARGET_POSTGRES_DEFAULT_TARGET_SCHEMA": schema,
+    }
+
+    def meltano_run() -> None:
+        result = subprocess.run(
+            [str(BIN / "meltano"), "run", "tap-accessgov", "target-postgres"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert CREDENTIAL.client_secret not in result.stdout + result.stderr
+
+    def table(sql: str) -> list[tuple]:
+        return connection.execute(sql.format(schema=schema)).fetchall()
+
+    def check_tables() -> None:
+        feed = table(
+            'SELECT "appId", "appEntitlementId", "appUserId", "eventType", '
+            "(extract(epoch FROM date) * 1000000)::bigint, feed->>'date' FROM {schema}.grant_feed"
+        )
+        assert Counter(row[:5] for row in feed) == truth_feed_keys(emulator)
+        assert all(ns(row[5]) // 1000 == row[4] for row in feed)
+        exclusions = table(
+            'SELECT "appId", "appEntitlementId", "userId" FROM {schema}.automation_exclusions'
+        )
+        assert Counter(exclusions) == truth_exclusions(emulator)
+        users = dict(table('SELECT id, "displayName" FROM {schema}.users'))
+        assert users == {
+            u: emulator.dataset.user(u).get("displayName") for _, _, u in truth_exclusions(emulator)
+        }
+
+    meltano_run()
+    check_tables()
+    first_requests = emulator.stats["api_requests_by_path"]["/api/v1/grants/feed"]
+
+    emulator.add_events(count=120)
+    emulator.reset_stats()
+    meltano_run()
+    check_tables()
+    # Incremental: the second run reads only the pages after the bookmark.
+    assert emulator.stats["api_requests_by_path"]["/api/v1/grants/feed"] <= 3 < first_requests
+
+
+def test_tap_piped_into_target_jsonl(
+    meltano_plugins: None, emulator: Emulator, tmp_path: Path
+) -> None:
+    target = ROOT / ".meltano" / "loaders" / "target-jsonl" / "venv" / "bin" / "target-jsonl"
+    tap_config = tmp_path / "tap.json"
+    tap_config.write_text(json.dumps(emulator.tap_config()))
+    target_config = tmp_path / "target.json"
+    target_config.write_text(
+        json.dumps({"destination_path": str(tmp_path / "out"), "do_timestamp_file": False})
+    )
+
+    def pipeline(*state_args: str) -> dict:
+        tap_log = (tmp_path / "tap.log").open("w")
+        tap = subprocess.Popen(
+            [str(BIN / "tap-accessgov"), "--config", str(tap_config), *state_args],
+            stdout=subprocess.PIPE,
+            stderr=tap_log,  # not a pipe: nobody reads it while the target runs
+        )
+        target_run = subprocess.run(
+            [str(target), "--config", str(target_config)],
+            stdin=tap.stdout,
+            capture_output=True,
+            timeout=300,
+            check=False,
+        )
+        assert tap.stdout is not None
+        tap.stdout.close()
+        assert tap.wait(timeout=60) == 0, (tmp_path / "tap.log").read_text()[-3000:]
+        tap_log.close()
+        assert target_run.returncode == 0, target_run.stderr.decode()[-3000:]
+        return json.loads(target_run.stdout.decode().strip().splitlines()[-1])
+
+    def rows(stream: str) -> list[dict]:
+        return [
+            json.loads(line)
+            for line in (tmp_path / "out" / f"{stream}.jsonl").read_text().splitlines()
+        ]
+
+    state = pipeline()
+    assert Counter(json.dumps(r["feed"], sort_keys=True) for r in rows("grant_feed")) == Counter(
+        json.dumps(e["feed"], sort_keys=True) for e in emulator.dataset.feed_entries()
+    )
+    assert Counter(
+        (r["appId"], r["appEntitlementId"], r["userId"]) for r in rows("automation_exclusions")
+    ) == truth_exclusions(emulator)
+    assert sorted(r["id"] for r in rows("users")) == sorted(
+        {u for _, _, u in truth_exclusions(emulator)}
+    )
+
+    before = emulator.dataset.total
+    emulator.add_events(count=60)
+    state_file = tmp_path / "state.json"
+    state_file.write_text(json.dumps(state))
+    pipeline("--state", str(state_file))
+    appended = rows("grant_feed")[before:]
+    new = {json.dumps(e["feed"], sort_keys=True) for e in emulator.dataset.feed_entries()[before:]}
+    got = {json.dumps(r["feed"], sort_keys=True) for r in appended}
+    assert new <= got
+    bookmark = ns(state["bookmarks"]["grant_feed"]["replication_key_value"])
+    assert all(
+        ns(r["date"]) == bookmark
+        for r in appended
+        if json.dumps(r["feed"], sort_keys=True) not in new
+    )
