@@ -3,6 +3,7 @@
 
     python3 tasks.py demo   # start the emulator, extract all streams from it, show a summary
     python3 tasks.py test   # lint, type-check and run the whole test suite
+    python3 tasks.py benchmark  # the side-by-side performance figures of the README
 
 Each creates ``.venv`` and installs the project into it first (only when pyproject.toml
 changed since the last install), so nothing else needs to be set up by hand.
@@ -51,7 +52,11 @@ def demo(extra: list[str]) -> None:
     run(BIN / "python", "scripts/demo.py", *extra)
 
 
-COMMANDS = {"test": test, "demo": demo}
+def benchmark(extra: list[str]) -> None:
+    run(BIN / "python", "scripts/benchmark.py", *extra)
+
+
+COMMANDS = {"test": test, "demo": demo, "benchmark": benchmark}
 
 if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in COMMANDS:

@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 
 from singer_sdk import Tap
 from singer_sdk import typing as th
+from singer_sdk.contrib.msgspec import MsgSpecWriter
 from singer_sdk.exceptions import ConfigValidationError
 from typing_extensions import override
 
@@ -249,6 +250,8 @@ class TapAccessGov(Tap):
 
     name = "tap-accessgov"
     config_jsonschema = CONFIG_SCHEMA
+    # msgspec serialises a record several times faster than the default simplejson writer.
+    message_writer_class = MsgSpecWriter
 
     @override
     def _validate_config(self, *, raise_errors: bool = True) -> list[str]:

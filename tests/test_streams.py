@@ -7,6 +7,7 @@ import math
 from collections import Counter
 
 import pytest
+from singer_sdk.exceptions import FatalAPIError
 
 from emulator import Emulator
 from tests.conftest import SyncResult, catalog_selecting, ns, shared_emulator, sync
@@ -317,3 +318,33 @@ def test_deselected_property_is_not_emitted() -> None:
     assert set(record) <= {"feed", *PRIMARY_KEYS["grant_feed"]}
     assert set(result.records["users"][0]) <= {"id", "displayName"}
     assert "automation_exclusions" not in result.records
+
+
+def test_concurrency_changes_nothing_in_the_output() -> None:
+    emulator = shared_emulator()
+    selected = {"automation_exclusions": None, "users": None}
+    outputs = []
+    for workers in (1, 8):
+        config = {**emulator.tap_config(), "max_concurrency": workers}
+        result = sync(config, catalog=catalog_selecting(config, selected))
+        outputs.append(
+            [
+                (m["type"], m.get("stream"), m.get("record"))
+                for m in result.messages
+                if m["type"] != "STATE"
+            ]
+        )
+    assert outputs[0] == outputs[1]
+    assert len(outputs[0]) > 1000
+
+
+@pytest.mark.parametrize("workers", [1, 8])
+def test_a_failing_entitlement_fails_the_run_with_or_without_concurrency(
+    emulator: Emulator, workers: int
+) -> None:
+    app_id, entitlement_id = emulator.dataset.exclusion_entitlements[3]
+    path = f"/api/v1/apps/{app_id}/entitlements/{entitlement_id}/automation/exclusions"
+    emulator.faults.add(kind="403", path=path, times=1)
+    config = {**emulator.tap_config(), "max_concurrency": workers}
+    with pytest.raises(FatalAPIError, match=f"GET {path} answered 403: permission denied"):
+        sync(config, catalog=catalog_selecting(config, {"automation_exclusions": None}))
