@@ -25,6 +25,7 @@ class TokenStore:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._expiry: dict[str, float] = {}
+        self.issued: list[str] = []  # every token ever issued, for leak checks in tests
 
     def issue(self, lifetime: float) -> str:
         token = secrets.token_urlsafe(32)
@@ -32,6 +33,7 @@ class TokenStore:
         with self._lock:
             self._expiry = {t: e for t, e in self._expiry.items() if e > now}
             self._expiry[token] = now + lifetime
+            self.issued.append(token)
         return token
 
     def valid(self, token: str) -> bool:

@@ -46,6 +46,16 @@ def _utc_now() -> datetime.datetime:
     return datetime.datetime.now(datetime.UTC)
 
 
+class RedactedStr(str):
+    """A secret string that still works as a string but whose ``repr`` hides it, so a config
+    mapping that ends up in a log line or a traceback does not carry it."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "'<redacted>'"
+
+
 class CredentialError(ValueError):
     """A malformed client id or client secret; the message names the setting, not the value."""
 

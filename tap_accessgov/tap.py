@@ -20,6 +20,7 @@ from tap_accessgov.auth import (
     AccessGovAuthenticator,
     ClientId,
     CredentialError,
+    RedactedStr,
     parse_client_id,
     parse_client_secret,
 )
@@ -252,6 +253,11 @@ class TapAccessGov(Tap):
     config_jsonschema = CONFIG_SCHEMA
     # msgspec serialises a record several times faster than the default simplejson writer.
     message_writer_class = MsgSpecWriter
+
+    def __init__(self, *args: t.Any, **kwargs: t.Any) -> None:
+        super().__init__(*args, **kwargs)
+        if isinstance(secret := self._config.get("client_secret"), str):
+            self._config["client_secret"] = RedactedStr(secret)
 
     @override
     def _validate_config(self, *, raise_errors: bool = True) -> list[str]:

@@ -21,6 +21,7 @@ from emulator import Dataset, Emulator, make_credential
 from tap_accessgov.tap import TapAccessGov
 
 ROOT = Path(__file__).resolve().parent.parent
+BIN_TAP = Path(sys.executable).with_name("tap-accessgov")
 CREDENTIAL = make_credential(seed=7, tenant="acme.accessgov.test")
 # Small enough to sync in about a second, large enough for many pages and shared users.
 SMALL_DATASET = {
@@ -105,7 +106,7 @@ def run_cli(
 ) -> subprocess.CompletedProcess[str]:
     """The real console script, as a user or Meltano runs it."""
     return subprocess.run(
-        [str(Path(sys.executable).with_name("tap-accessgov")), *args],
+        [str(BIN_TAP), *args],
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -1,0 +1,262 @@
+"""Faults survived with nothing lost, clear fatal errors, interrupted runs, no leaked secrets."""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import email.utils
+import json
+import logging
+import os
+import signal
+import subprocess
+import typing as t
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import requests
+from singer_sdk.exceptions import FatalAPIError
+
+from emulator import Emulator, make_credential
+from tap_accessgov.client import retry_after_seconds
+from tests.conftest import BIN_TAP, SyncResult, catalog_selecting, parse_singer, sync
+
+FEED = "/api/v1/grants/feed"
+
+
+def feed_only(emulator: Emulator, **settings: t.Any) -> tuple[dict[str, t.Any], dict[str, t.Any]]:
+    config = {**emulator.tap_config(), **settings}
+    return config, catalog_selecting(config, {"grant_feed": None})
+
+
+def record_multiset(result: SyncResult) -> dict[str, Counter]:
+    return {
+        stream: Counter(json.dumps(r, sort_keys=True) for r in rows)
+        for stream, rows in result.records.items()
+    }
+
+
+@pytest.mark.parametrize(
+    "kind", ["429", "500", "502", "503", "504", "drop", "malformed", "truncated", "slow"]
+)
+def test_a_transient_fault_is_retried_and_nothing_is_lost(
+    emulator: Emulator, kind: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    config, catalog = feed_only(emulator, request_timeout=1)
+    emulator.faults.add(kind=kind, path=FEED, times=1, delay=3)
+    with caplog.at_level(logging.INFO):
+        result = sync(config, catalog=catalog)
+    truth = emulator.dataset.feed_entries()
+    assert Counter(
+        json.dumps(r["feed"], sort_keys=True) for r in result.records["grant_feed"]
+    ) == Counter(json.dumps(e["feed"], sort_keys=True) for e in truth)
+    assert emulator.stats["faults_by_kind"] == {kind: 1}
+    assert any("Backing off" in r.getMessage() for r in caplog.records)
+
+
+def test_retry_after_in_seconds_is_honoured_and_logged(
+    emulator: Emulator, caplog: pytest.LogCaptureFixture
+) -> None:
+    config, catalog = feed_only(emulator)
+    emulator.faults.add(kind="429", path=FEED, times=1, retry_after="2")
+    with caplog.at_level(logging.WARNING):
+        sync(config, catalog=catalog)
+    waits = [r.getMessage() for r in caplog.records if "Retry-After" in r.getMessage()]
+    assert waits == [f"POST {FEED} answered 429; waiting 2.0 s as its Retry-After asks"]
+
+
+def test_retry_after_as_an_http_date(emulator: Emulator, caplog: pytest.LogCaptureFixture) -> None:
+    config, catalog = feed_only(emulator)
+    when = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=2)
+    emulator.faults.add(
+        kind="429", path=FEED, times=1, retry_after=email.utils.format_datetime(when, usegmt=True)
+    )
+    with caplog.at_level(logging.WARNING):
+        result = sync(config, catalog=catalog)
+    assert len(result.records["grant_feed"]) == len(emulator.dataset.feed_entries())
+    waits = [r.getMessage() for r in caplog.records if "Retry-After" in r.getMessage()]
+    assert len(waits) == 1
+    seconds = float(waits[0].split("waiting ")[1].split(" s")[0])
+    assert 0.0 <= seconds <= 2.5
+
+
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [("7", 7.0), ("0.5", 0.5), ("3600", 60.0), ("-5", 0.0), ("soon", None), (None, None)],
+)
+def test_retry_after_parsing_is_capped(header: str | None, expected: float | None) -> None:
+    response = requests.Response()
+    if header is not None:
+        response.headers["Retry-After"] = header
+    assert retry_after_seconds(response) == expected
+
+
+def test_retries_are_bounded_then_fatal_with_method_path_and_status(emulator: Emulator) -> None:
+    config, catalog = feed_only(emulator, max_retries=1)
+    emulator.faults.add(kind="503", path=FEED, times=2)
+    with pytest.raises(FatalAPIError) as caught:
+        sync(config, catalog=catalog)
+    assert str(caught.value) == f"POST {FEED} answered 503: unavailable (gave up after 2 attempts)"
+    assert emulator.stats["faults_by_kind"] == {"503": 2}
+
+
+def test_dropped_connections_exhausting_retries_are_fatal_too(emulator: Emulator) -> None:
+    config, catalog = feed_only(emulator, max_retries=1)
+    emulator.faults.add(kind="drop", path=FEED, times=2)
+    with pytest.raises(
+        FatalAPIError, match=f"^POST {FEED} failed: ConnectionError \\(gave up after 2 attempts\\)$"
+    ):
+        sync(config, catalog=catalog)
+
+
+@pytest.mark.parametrize(
+    ("kind", "message"), [("400", "invalid argument"), ("403", "permission denied")]
+)
+def test_client_errors_are_fatal_at_once(emulator: Emulator, kind: str, message: str) -> None:
+    config, catalog = feed_only(emulator)
+    emulator.faults.add(kind=kind, path=FEED, times=1)
+    with pytest.raises(FatalAPIError, match=f"^POST {FEED} answered {kind}: {message}"):
+        sync(config, catalog=catalog)
+    assert emulator.stats["api_requests"] == 1  # not retried
+
+
+def test_a_run_with_15_percent_faults_delivers_exactly_the_clean_run(
+    emulator: Emulator, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = {**emulator.tap_config(), "request_timeout": 1, "max_retries": 8, "page_size": 25}
+    clean = sync(config)
+    emulator.reset_stats()
+    emulator.faults.random(
+        rate=0.15,
+        kinds=("429", "500", "502", "503", "504", "drop", "malformed", "truncated", "slow"),
+        seed=3,
+        delay=2,
+    )
+    faulted = sync(config)
+    stats = emulator.stats
+    expected, got = record_multiset(clean), record_multiset(faulted)
+    lost = sum((expected[s] - got.get(s, Counter())).total() for s in expected)
+    duplicates = sum((got[s] - expected.get(s, Counter())).total() for s in got)
+    with capsys.disabled():
+        print(
+            f"\n[reliability] requests {stats['api_requests']}, faults injected "
+            f"{stats['faults_injected']} {stats['faults_by_kind']}, faults survived "
+            f"{stats['faults_injected']}, records {sum(len(r) for r in faulted.records.values())}, "
+            f"lost {lost}, duplicates {duplicates}"
+        )
+    assert stats["faults_injected"] >= 0.08 * stats["api_requests"]  # 15% drawn at random
+    assert lost == 0
+    assert duplicates == 0
+
+
+def test_killed_run_resumes_from_the_last_state_with_every_event_at_least_once(
+    emulator: Emulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config, catalog = feed_only(emulator, page_size=10)
+    first = sync(config, catalog=catalog)
+    before = emulator.dataset.total
+    emulator.add_events(count=400)
+    new_events = {
+        json.dumps(e["feed"], sort_keys=True) for e in emulator.dataset.feed_entries()[before:]
+    }
+    emulator.latency = 0.02
+
+    files = {}
+    for name, content in (("config", config), ("catalog", catalog), ("state", first.state)):
+        files[name] = tmp_path / f"{name}.json"
+        files[name].write_text(json.dumps(content))
+    with (tmp_path / "killed.log").open("w") as log:
+        process = subprocess.Popen(
+            [
+                str(BIN_TAP),
+                "--config",
+                str(files["config"]),
+                "--catalog",
+                str(files["catalog"]),
+                "--state",
+                str(files["state"]),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+        )
+        assert process.stdout is not None
+        lines = []
+        for line in process.stdout:
+            lines.append(line)
+            if sum('"type":"RECORD"' in x.replace(" ", "") for x in lines) == 150:
+                os.kill(process.pid, signal.SIGKILL)
+                break
+        lines.extend(process.stdout.read().splitlines(keepends=True))
+        process.wait(timeout=30)
+    assert process.returncode == -signal.SIGKILL
+    killed = parse_singer("".join(lines))
+    last_state = killed.states[-1] if killed.states else first.state
+    assert "progress_markers" not in json.dumps(
+        last_state.get("bookmarks", {}).get("grant_feed", {}).get("replication_key_value", "")
+    )
+
+    emulator.latency = 0
+    rerun = sync(config, catalog=catalog, state=last_state)
+    delivered_killed = [
+        json.dumps(r["feed"], sort_keys=True) for r in killed.records.get("grant_feed", [])
+    ]
+    delivered_rerun = [json.dumps(r["feed"], sort_keys=True) for r in rerun.records["grant_feed"]]
+    assert len(delivered_killed) == 150
+    assert new_events <= set(delivered_rerun), "every new event arrives after the restart"
+    rereads = len(set(delivered_killed) & set(delivered_rerun))
+    with capsys.disabled():
+        print(
+            f"\n[interrupted] killed after {len(delivered_killed)} records; rerun from the last "
+            f"emitted state delivered {len(delivered_rerun)} records, all {len(new_events)} new "
+            f"events included; re-read {rereads} records delivered before the kill"
+        )
+    assert rereads == len(delivered_killed)  # unsorted feed: an interrupted run restarts
+
+
+def test_no_secret_or_token_in_any_output_at_debug(emulator: Emulator, tmp_path: Path) -> None:
+    config = emulator.tap_config()
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    emulator.faults.add(kind="401", path=FEED, times=1)  # forces a second token mid-run
+    environment = {**os.environ, "TAP_ACCESSGOV_LOGLEVEL": "DEBUG"}
+    result = subprocess.run(
+        [str(BIN_TAP), "--config", str(path)],
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=300,
+        check=True,
+    )
+    output = result.stdout + result.stderr
+    assert "urllib3.connectionpool" in result.stderr, "urllib3 debug logging is on"
+    secret = config["client_secret"]
+    key = secret.rsplit(":", 1)[1]
+    jwk = json.loads(base64.urlsafe_b64decode(key + "=" * (-len(key) % 4)))
+    tokens = emulator.tokens.issued
+    assert len(tokens) == 2
+    for needle in (secret, key, jwk["d"], *tokens):
+        assert needle not in output
+
+
+def test_no_secret_in_an_authentication_failure_at_debug(
+    emulator: Emulator, tmp_path: Path
+) -> None:
+    config = {**emulator.tap_config(), "auth_method": "client_secret"}
+    config["client_secret"] = make_credential(seed=99).client_secret  # valid form, wrong key
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    environment = {**os.environ, "TAP_ACCESSGOV_LOGLEVEL": "DEBUG"}
+    result = subprocess.run(
+        [str(BIN_TAP), "--config", str(path)],
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode != 0
+    assert "Authentication failed" in result.stderr
+    key = config["client_secret"].rsplit(":", 1)[1]
+    assert key not in result.stdout + result.stderr
