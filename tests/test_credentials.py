@@ -147,3 +147,17 @@ def test_client_assertion_claims() -> None:
     assert body["client_assertion_type"] == "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
     assert "client_secret" not in body
     assert CREDENTIAL.client_secret not in repr(authenticator)
+
+
+def test_the_tap_config_does_not_show_the_secret() -> None:
+    from tap_accessgov.tap import TapAccessGov
+
+    tap = TapAccessGov(
+        config={"client_id": CREDENTIAL.client_id, "client_secret": CREDENTIAL.client_secret},
+        parse_env_config=False,
+    )
+    key = CREDENTIAL.client_secret.rsplit(":", 1)[1]
+    assert key not in repr(tap.config)
+    assert key not in str(dict(tap.config))
+    assert key not in repr(tap.authenticator)
+    assert tap.config["client_secret"] == CREDENTIAL.client_secret  # still usable

@@ -141,14 +141,25 @@ def test_meltano_run_into_postgres(
         )
         assert Counter(row[:5] for row in feed) == truth_feed_keys(emulator)
         assert all(ns(row[5]) // 1000 == row[4] for row in feed)
+        feeds = table("SELECT feed::text FROM {schema}.grant_feed")
+        assert Counter(json.dumps(json.loads(row[0]), sort_keys=True) for row in feeds) == Counter(
+            json.dumps(e["feed"], sort_keys=True) for e in emulator.dataset.feed_entries()
+        )
         exclusions = table(
             'SELECT "appId", "appEntitlementId", "userId" FROM {schema}.automation_exclusions'
         )
         assert Counter(exclusions) == truth_exclusions(emulator)
-        users = dict(table('SELECT id, "displayName" FROM {schema}.users'))
-        assert users == {
-            u: emulator.dataset.user(u).get("displayName") for _, _, u in truth_exclusions(emulator)
-        }
+        users = table('SELECT id, "displayName", email, status, profile::text FROM {schema}.users')
+        expected_users = {u: emulator.dataset.user(u) for _, _, u in truth_exclusions(emulator)}
+        assert len(users) == len(expected_users)
+        for user_id, name, email, status, profile in users:
+            truth = expected_users[user_id]
+            assert (name, email, status) == (
+                truth.get("displayName"),
+                truth.get("email"),
+                truth.get("status"),
+            )
+            assert (json.loads(profile) if profile else None) == truth.get("profile")
 
     meltano_run()
     check_tables()

@@ -1,0 +1,79 @@
+"""The documentation and the shipped configuration stay true: the README's settings table is
+the tap's own `--about`, meltano.yml declares every setting, sample_config.json works against
+the emulator as shipped."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import yaml
+
+from emulator import Dataset, Emulator
+from emulator.__main__ import parse_args
+from tap_accessgov.tap import TapAccessGov
+from tests.conftest import CREDENTIAL, ROOT, run_cli, sync
+
+
+def test_readme_settings_table_is_the_about_output() -> None:
+    about = run_cli("--about", "--format", "markdown").stdout
+    table = [line for line in about.split("## Settings", 1)[1].splitlines() if line.startswith("|")]
+    readme = (ROOT / "README.md").read_text()
+    block = re.search(r"<!-- settings-table:.*?-->\n(.*?)<!-- /settings-table -->", readme, re.S)
+    assert block, "README.md lost its settings-table markers"
+    assert block[1].strip().splitlines() == table
+
+
+# Added to the tap's schema by the SDK (stream maps, flattening, batch); Meltano knows them.
+SDK_BUILT_IN_SETTINGS = {
+    "stream_maps",
+    "stream_map_config",
+    "faker_config",
+    "flattening_enabled",
+    "flattening_max_depth",
+    "flattening_max_key_length",
+    "flattening_separator",
+    "batch_config",
+}
+
+
+def test_meltano_yml_declares_every_setting() -> None:
+    project = yaml.safe_load((ROOT / "meltano.yml").read_text())
+    extractor = project["plugins"]["extractors"][0]
+    declared = {setting["name"]: setting for setting in extractor["settings"]}
+    own = set(TapAccessGov.config_jsonschema["properties"]) - SDK_BUILT_IN_SETTINGS
+    assert set(declared) == own
+    assert all(setting.get("description") for setting in declared.values())
+    assert declared["client_secret"].get("sensitive") is True
+    assert {"catalog", "discover", "state", "about", "stream-maps"} <= set(
+        extractor["capabilities"]
+    )
+    loaders = {loader["name"]: loader["pip_url"] for loader in project["plugins"]["loaders"]}
+    assert loaders == {
+        "target-jsonl": "target-jsonl==0.1.4",
+        "target-postgres": "meltanolabs-target-postgres==0.8.1",
+    }
+
+
+def test_sample_config_works_against_the_emulator_as_shipped() -> None:
+    sample = json.loads((ROOT / "sample_config.json").read_text())
+    defaults = parse_args([])  # what `python -m emulator` serves
+    assert sample["api_url"] == f"http://127.0.0.1:{defaults.port}"
+    dataset = Dataset(
+        seed=defaults.seed,
+        events=2000,
+        apps=defaults.apps,
+        users=defaults.users,
+        exclusion_entitlements=defaults.exclusion_entitlements,
+        max_exclusions=defaults.max_exclusions,
+    )
+    known = set(dataset.exclusion_entitlements)
+    assert {
+        (e["app_id"], e["app_entitlement_id"]) for e in sample["exclusion_entitlements"]
+    } <= known
+    assert sample["client_id"] == CREDENTIAL.client_id
+    with Emulator(dataset, credential=CREDENTIAL) as emulator:
+        result = sync({**sample, "api_url": emulator.url})
+    assert len(result.records["grant_feed"]) == 2000
+    assert result.records["automation_exclusions"]
+    assert result.records["users"]
