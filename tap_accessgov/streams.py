@@ -232,18 +232,28 @@ class AutomationExclusionsStream(AccessGovStream):
 
     @override
     def parse_response(self, response: requests.Response) -> list[dict[str, t.Any]]:
-        entries = page_body(response).get("list") or []
-        records = []
-        for entry in entries:
+        """One record per exclusion entry, the user reduced to ``userId``.
+
+        The page's user objects ride on its first record to ``generate_child_contexts``
+        (which removes them before the record is written): the SDK hands child contexts one
+        record at a time, and one ``users`` sync per page is far cheaper than one per user.
+        """
+        records, users = [], []
+        for entry in page_body(response).get("list") or []:
+            user = entry.get("user") or {}
+            if not user.get("id"):
+                self.logger.warning("Skipping an automation exclusion without a user id: %r", entry)
+                continue
             record = {
                 key: entry[key]
                 for key in ("appId", "appEntitlementId", "appUserId")
                 if key in entry
             }
-            record["userId"] = (entry.get("user") or {}).get("id")
+            record["userId"] = user["id"]
             records.append(record)
+            users.append(user)
         if records:
-            records[0][_PAGE_USERS] = [entry["user"] for entry in entries if entry.get("user")]
+            records[0][_PAGE_USERS] = users
         return records
 
     @override
