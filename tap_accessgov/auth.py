@@ -14,6 +14,7 @@ import base64
 import binascii
 import datetime
 import json
+import logging
 import re
 import secrets
 import threading
@@ -199,6 +200,8 @@ class AccessGovAuthenticator(OAuthAuthenticator):
         self._auth_method = auth_method
         self._lock = threading.RLock()
         self._renewed_after_401 = False
+        self._refused: str | None = None  # the token endpoint's refusal, once it refused
+        self.logger = logging.getLogger("tap-accessgov.auth")
         self.token_requests = 0
         retry = _CappedRetry(
             total=TOKEN_MAX_TRIES - 1,
@@ -260,6 +263,8 @@ class AccessGovAuthenticator(OAuthAuthenticator):
     @override
     def update_access_token(self) -> None:
         """Fetch a token; 429/5xx/connection errors are retried by the session's urllib3 policy."""
+        if self._refused is not None:
+            raise AuthenticationError(self._refused)  # no point asking again, from any thread
         who = f"client_id {self._parsed_client_id.value}"
         self.logger.info("Requesting a new access token (%s)", self._auth_method)
         requested_at = _utc_now()
@@ -281,6 +286,8 @@ class AccessGovAuthenticator(OAuthAuthenticator):
                 f"Authentication failed for {who}: the token endpoint {self.auth_endpoint} "
                 f"answered {response.status_code}: {service_message(response)}"
             )
+            if response.status_code in (400, 401, 403):
+                self._refused = msg
             raise AuthenticationError(msg)
         try:
             body = response.json()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import sys
 import typing as t
 from functools import cached_property
 from urllib.parse import urlsplit
@@ -11,13 +12,14 @@ from urllib.parse import urlsplit
 from singer_sdk import Tap
 from singer_sdk import typing as th
 from singer_sdk.contrib.msgspec import MsgSpecWriter
-from singer_sdk.exceptions import ConfigValidationError
+from singer_sdk.exceptions import ConfigValidationError, FatalAPIError
 from typing_extensions import override
 
 from tap_accessgov.auth import (
     AUTH_METHODS,
     CLIENT_ASSERTION,
     AccessGovAuthenticator,
+    AuthenticationError,
     ClientId,
     CredentialError,
     RedactedStr,
@@ -273,6 +275,18 @@ class TapAccessGov(Tap):
                 "Config validation failed", errors=errors, schema=self.config_jsonschema
             )
         return errors
+
+    @classmethod
+    @override
+    def invoke(cls, **kwargs: t.Any) -> None:
+        """The SDK's command line, but a failure the tap explains (authentication, an API
+        error after retries) ends in one line naming its cause; the traceback is at DEBUG."""
+        try:
+            super().invoke(**kwargs)
+        except (AuthenticationError, FatalAPIError) as exc:
+            cls.logger.debug("Run failed", exc_info=True)
+            cls.logger.error("Run failed: %s", exc)
+            sys.exit(1)
 
     @cached_property
     def client_id(self) -> ClientId:

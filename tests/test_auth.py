@@ -75,8 +75,16 @@ def test_wrong_secret_on_the_command_line(emulator: Emulator, tmp_path, method: 
     path = tmp_path / "config.json"
     path.write_text(__import__("json").dumps(config))
     result = run_cli("--config", str(path))
-    assert result.returncode != 0
-    assert "Authentication failed for client_id" in result.stderr
+    assert result.returncode == 1
+    failures = [
+        line
+        for line in result.stderr.splitlines()
+        if "Run failed: Authentication failed for client_id" in line
+    ]
+    assert len(failures) == 1
+    assert "Traceback" not in result.stderr
+    # Refused once: the concurrent exclusion fetches do not each ask for a token again.
+    assert emulator.stats["token_requests"] == 1
     for text in (result.stdout, result.stderr):
         assert other.client_secret not in text
         assert other.client_secret.rsplit(":", 1)[1] not in text
