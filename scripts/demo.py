@@ -52,8 +52,11 @@ COUNTS = f"""
     SELECT 'grant_feed' AS stream, count(*) AS rows_loaded,
            (SELECT count(*) FROM (SELECT DISTINCT {EVENT_KEY} FROM {{grant_feed}}) AS k) AS distinct_keys
     FROM {{grant_feed}}
-    UNION ALL SELECT 'automation_exclusions', count(*), NULL FROM {{automation_exclusions}}
-    UNION ALL SELECT 'users', count(*), NULL FROM {{users}}
+    UNION ALL SELECT 'automation_exclusions', count(*),
+           (SELECT count(*) FROM (SELECT DISTINCT "appId", "appEntitlementId", "userId"
+                                  FROM {{automation_exclusions}}) AS k)
+    FROM {{automation_exclusions}}
+    UNION ALL SELECT 'users', count(*), (SELECT count(DISTINCT "id") FROM {{users}}) FROM {{users}}
 """
 
 
@@ -113,9 +116,26 @@ def print_table(title: str, columns: list[str], rows: list[tuple[t.Any, ...]]) -
         print("  (none)")
 
 
-def meltano(*args: str, env: dict[str, str]) -> None:
-    print(f"\n$ meltano {' '.join(args)}", flush=True)
-    subprocess.run([str(BIN / "meltano"), *args], cwd=ROOT, env=env, check=True)
+def meltano(*args: str, env: dict[str, str], log: str) -> None:
+    """Run meltano with its (long) log in .demo/<log>; on failure show the end of it."""
+    path = DEMO / log
+    print(f"\n$ meltano {' '.join(args)}    (log: {path.relative_to(ROOT)})", flush=True)
+    started = time.monotonic()
+    with path.open("w") as out:
+        result = subprocess.run(
+            [str(BIN / "meltano"), *args],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            check=False,
+        )
+    if result.returncode != 0:
+        print("".join(path.read_text().splitlines(keepends=True)[-40:]), file=sys.stderr)
+        raise SystemExit(
+            f"meltano {args[0]} failed (exit {result.returncode}); the whole log is in {path}"
+        )
+    print(f"  done in {time.monotonic() - started:.1f} s", flush=True)
 
 
 def emulator_call(path: str, body: dict[str, t.Any]) -> dict[str, t.Any]:
@@ -181,7 +201,8 @@ def main() -> None:
         "MELTANO_SEND_ANONYMOUS_USAGE_STATS": "false",
         "MELTANO_ENVIRONMENT": "emulator",
     }
-    meltano("install", env=env)
+    DEMO.mkdir(exist_ok=True)
+    meltano("install", env=env, log="meltano-install.log")
     emulator = start_emulator(args.events)
     try:
         config = json.loads((DEMO / "emulator-config.json").read_text())
@@ -200,14 +221,14 @@ def main() -> None:
             shutil.rmtree(OUTPUT, ignore_errors=True)
             warehouse = JsonlFiles(OUTPUT)
 
-        meltano("run", "--full-refresh", "tap-accessgov", target, env=env)
+        meltano("run", "--full-refresh", "tap-accessgov", target, env=env, log="run-1.log")
         first = summary(warehouse, "After the first run")
 
         added = emulator_call("/_emulator/events", {"count": args.new_events})
         print(
             f"\nThe emulator now has {added.get('total', '?')} grant events ({args.new_events} new)."
         )
-        meltano("run", "tap-accessgov", target, env=env)
+        meltano("run", "tap-accessgov", target, env=env, log="run-2.log")
         second = summary(warehouse, "After the second (incremental) run")
 
         new_rows = second["grant_feed"] - first["grant_feed"]
