@@ -202,7 +202,6 @@ class AccessGovAuthenticator(OAuthAuthenticator):
         self._renewed_after_401 = False
         self._refused: str | None = None  # the token endpoint's refusal, once it refused
         self.logger = logging.getLogger("tap-accessgov.auth")
-        self.token_requests = 0
         retry = _CappedRetry(
             total=TOKEN_MAX_TRIES - 1,
             status_forcelist=(429, 500, 502, 503, 504),
@@ -268,7 +267,6 @@ class AccessGovAuthenticator(OAuthAuthenticator):
         who = f"client_id {self._parsed_client_id.value}"
         self.logger.info("Requesting a new access token (%s)", self._auth_method)
         requested_at = _utc_now()
-        self.token_requests += 1
         try:
             response = self._session.post(
                 self.auth_endpoint,

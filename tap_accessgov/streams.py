@@ -117,11 +117,13 @@ class GrantFeedStream(AccessGovStream):
         referenced: set[int] = set()
         for entry in page.get("list") or []:
             feed = entry.get("feed") or {}
-            if "date" not in feed:
-                msg = f"grant feed entry without feed.date: {entry!r}"
-                raise FatalAPIError(msg)
+            try:
+                date = normalize_timestamp(feed["date"])
+            except (KeyError, TypeError, ValueError):
+                msg = f"a grant feed entry has no readable feed.date: {entry!r}"
+                raise FatalAPIError(msg) from None
             record: dict[str, t.Any] = {
-                "date": normalize_timestamp(feed["date"]),
+                "date": date,
                 "appId": feed.get("appId"),
                 "appEntitlementId": feed.get("appEntitlementId"),
                 "appUserId": feed.get("appUserId"),
@@ -285,6 +287,28 @@ class UsersStream(Stream):
     state_partitioning_keys: t.ClassVar[list[str]] = []  # the users travel in the context
     schema = schemas.USER
 
+    def __init__(self, *args: t.Any, **kwargs: t.Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._known_fields = frozenset(self.schema["properties"])
+        self._reported_fields: set[str] = set()
+
     @override
     def get_records(self, context: Context | None) -> t.Iterable[dict[str, t.Any]]:
         yield from (context or {}).get("users", [])
+
+    @override
+    def post_process(
+        self, row: dict[str, t.Any], context: Context | None = None
+    ) -> dict[str, t.Any] | None:
+        """Drop User fields the schema does not know yet, saying so once per run (the SDK
+        would warn for every record)."""
+        if unknown := row.keys() - self._known_fields:
+            if new := unknown - self._reported_fields:
+                self._reported_fields |= new
+                self.logger.warning(
+                    "The service sent User fields this tap does not know yet; they are not "
+                    "extracted: %s",
+                    ", ".join(sorted(new)),
+                )
+            row = {key: value for key, value in row.items() if key in self._known_fields}
+        return row

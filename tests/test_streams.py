@@ -348,3 +348,20 @@ def test_a_failing_entitlement_fails_the_run_with_or_without_concurrency(
     config = {**emulator.tap_config(), "max_concurrency": workers}
     with pytest.raises(FatalAPIError, match=f"GET {path} answered 403: permission denied"):
         sync(config, catalog=catalog_selecting(config, {"automation_exclusions": None}))
+
+
+def test_unknown_user_fields_are_dropped_with_one_warning(caplog: pytest.LogCaptureFixture) -> None:
+    from tap_accessgov.tap import TapAccessGov
+
+    tap = TapAccessGov(config=shared_emulator().tap_config(), parse_env_config=False)
+    users = tap.streams["users"]
+    with caplog.at_level(logging.WARNING):
+        rows = [
+            users.post_process({"id": f"u{n}", "email": "a@b", "pronouns": "they", "badge": 1})
+            for n in range(5)
+        ]
+    assert rows == [{"id": f"u{n}", "email": "a@b"} for n in range(5)]
+    warnings = [r.getMessage() for r in caplog.records if "does not know yet" in r.getMessage()]
+    assert warnings == [
+        "The service sent User fields this tap does not know yet; they are not extracted: badge, pronouns"
+    ]
