@@ -10,10 +10,13 @@ from __future__ import annotations
 import datetime
 import email.utils
 import json
+import logging
+import time
 import typing as t
 import weakref
 
 import requests
+from singer_sdk import metrics
 from singer_sdk.exceptions import FatalAPIError, RetriableAPIError
 from singer_sdk.pagination import BaseAPIPaginator
 from singer_sdk.streams import RESTStream
@@ -22,6 +25,8 @@ from typing_extensions import override
 from tap_accessgov.auth import RETRY_AFTER_CAP, AccessGovAuthenticator, service_message
 
 if t.TYPE_CHECKING:
+    from types import TracebackType
+
     from tap_accessgov.tap import TapAccessGov
 
 BACKOFF_CAP = 30.0
@@ -100,6 +105,56 @@ class NextPageTokenPaginator(BaseAPIPaginator[str | None]):
         return bool(page_body(response).get("nextPageToken"))
 
 
+class ProgressCounter(metrics.Counter):
+    """The SDK's record counter, plus a plain progress line with the stream's running total.
+
+    The SDK's METRIC line counts only the records since its previous line and Meltano's
+    console drops its stream tag; on a long run a data engineer wants "how far" in words.
+    """
+
+    def __init__(
+        self, stream: str, logger: logging.Logger, log_interval: float, endpoint: str | None
+    ) -> None:
+        tags: dict[str, t.Any] = {metrics.Tag.STREAM: stream}
+        if endpoint:
+            tags[metrics.Tag.ENDPOINT] = endpoint
+        super().__init__(metrics.Metric.RECORD_COUNT, tags, log_interval=log_interval)
+        self.stream = stream
+        self.progress_logger = logger
+        self.total = 0
+        self._started = self._last_progress = time.monotonic()
+
+    @override
+    def increment(self, value: int = 1) -> None:
+        super().increment(value)
+        self.total += value
+        now = time.monotonic()
+        if now - self._last_progress >= self.log_interval:
+            self._last_progress = now
+            self.progress_logger.info(
+                "%s: %s records so far (%.0f s)",
+                self.stream,
+                f"{self.total:,}",
+                now - self._started,
+            )
+
+    @override
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> None:
+        super().__exit__(exc_type, exc_val, exc_tb)
+        if exc_type is None:
+            self.progress_logger.info(
+                "%s: %s records in %.1f s",
+                self.stream,
+                f"{self.total:,}",
+                time.monotonic() - self._started,
+            )
+
+
 class AccessGovStream(RESTStream[str | None]):
     """Base stream for the service's API."""
 
@@ -155,6 +210,12 @@ class AccessGovStream(RESTStream[str | None]):
                 raise FatalAPIError(msg) from exc
 
         return request
+
+    @override
+    def get_record_counter(
+        self, *, endpoint: str | None = None, log_interval: float = metrics.DEFAULT_LOG_INTERVAL
+    ) -> metrics.Counter:
+        return ProgressCounter(self.name, self.logger, log_interval, endpoint)
 
     @override
     def get_new_paginator(self) -> NextPageTokenPaginator:

@@ -10,6 +10,7 @@ import pytest
 from singer_sdk.exceptions import FatalAPIError
 
 from emulator import Emulator
+from tap_accessgov.client import ProgressCounter
 from tests.conftest import SyncResult, catalog_selecting, ns, shared_emulator, sync
 
 KNOWN_STATUSES = {"UNKNOWN", "ENABLED", "DISABLED", "DELETED"}
@@ -365,3 +366,31 @@ def test_unknown_user_fields_are_dropped_with_one_warning(caplog: pytest.LogCapt
     assert warnings == [
         "The service sent User fields this tap does not know yet; they are not extracted: badge, pronouns"
     ]
+
+
+def test_each_stream_says_how_many_records_it_extracted(
+    emulator: Emulator, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO):
+        result = sync(emulator.tap_config())
+    messages = [r.getMessage() for r in caplog.records]
+    for stream in ("grant_feed", "automation_exclusions"):
+        total = f"{len(result.records[stream]):,}"
+        assert sum(m.startswith(f"{stream}: {total} records in ") for m in messages) == 1
+
+
+def test_progress_lines_carry_the_running_total_and_a_failed_sync_claims_no_total(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    logger = logging.getLogger("tap-accessgov.test-progress")
+
+    def count_three_then_fail() -> None:
+        with ProgressCounter("s", logger, 0.0, None) as counter:
+            for _ in range(3):
+                counter.increment()
+            raise RuntimeError
+
+    with caplog.at_level(logging.INFO, logger=logger.name), pytest.raises(RuntimeError):
+        count_three_then_fail()
+    messages = [r.getMessage().split(" (")[0] for r in caplog.records if r.name == logger.name]
+    assert messages == [f"s: {n} records so far" for n in (1, 2, 3)]
