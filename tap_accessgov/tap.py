@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import ipaddress
 import sys
@@ -29,6 +30,7 @@ from tap_accessgov.auth import (
 from tap_accessgov.streams import AutomationExclusionsStream, GrantFeedStream, UsersStream
 
 if t.TYPE_CHECKING:
+    import click
     from singer_sdk.streams import Stream
 
 DEFAULT_PAGE_SIZE = 100
@@ -277,16 +279,34 @@ class TapAccessGov(Tap):
         return errors
 
     @classmethod
-    @override
-    def invoke(cls, **kwargs: t.Any) -> None:
-        """The SDK's command line, but a failure the tap explains (authentication, an API
-        error after retries) ends in one line naming its cause; the traceback is at DEBUG."""
+    @contextlib.contextmanager
+    def _failing_in_one_line(cls) -> t.Iterator[None]:
+        """A failure the tap explains (bad config, authentication, an API error after
+        retries) ends in one line per cause and exit code 1; the traceback is at DEBUG."""
         try:
-            super().invoke(**kwargs)
+            yield
+        except ConfigValidationError as exc:
+            for error in exc.errors:
+                cls.logger.error(error)
+            cls.logger.error("Config validation failed")
+            sys.exit(1)
         except (AuthenticationError, FatalAPIError) as exc:
             cls.logger.debug("Run failed", exc_info=True)
             cls.logger.error("Run failed: %s", exc)
             sys.exit(1)
+
+    @classmethod
+    @override
+    def invoke(cls, **kwargs: t.Any) -> None:
+        with cls._failing_in_one_line():
+            super().invoke(**kwargs)
+
+    @classmethod
+    @override
+    def cb_test(cls, ctx: click.Context, param: click.Option, value: str) -> None:
+        """``--test``: click runs it before the command, outside the SDK's error handling."""
+        with cls._failing_in_one_line():
+            super().cb_test(ctx, param, value)
 
     @cached_property
     def client_id(self) -> ClientId:

@@ -3,6 +3,9 @@ before expiry, one retry after a 401, and clear failures that never carry the se
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from singer_sdk.exceptions import FatalAPIError
 
@@ -73,7 +76,7 @@ def test_wrong_secret_on_the_command_line(emulator: Emulator, tmp_path, method: 
     other = make_credential(seed=99, tenant="acme.accessgov.test")
     config = {**emulator.tap_config(), "client_secret": other.client_secret, "auth_method": method}
     path = tmp_path / "config.json"
-    path.write_text(__import__("json").dumps(config))
+    path.write_text(json.dumps(config))
     result = run_cli("--config", str(path))
     assert result.returncode == 1
     failures = [
@@ -135,3 +138,27 @@ def test_a_401_after_a_successful_renewal_may_be_retried_again(emulator: Emulato
     assert second.records["grant_feed"]
     assert emulator.stats["token_requests"] == 3
     assert emulator.stats["faults_by_kind"] == {"401": 2}
+
+
+def test_connection_test_passes_with_the_credential_and_fails_in_one_line_without(
+    emulator: Emulator, tmp_path: Path
+) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(emulator.tap_config()))
+    passed = run_cli("--config", str(path), "--test")
+    assert passed.returncode == 0, passed.stderr[-2000:]
+    assert {
+        m["stream"] for m in map(json.loads, passed.stdout.splitlines()) if m["type"] == "RECORD"
+    } == {
+        "grant_feed",
+        "automation_exclusions",
+        "users",
+    }
+    other = make_credential(seed=99, tenant="acme.accessgov.test")
+    path.write_text(json.dumps({**emulator.tap_config(), "client_secret": other.client_secret}))
+    failed = run_cli("--config", str(path), "--test")
+    assert failed.returncode == 1
+    assert (
+        sum("Run failed: Authentication failed" in line for line in failed.stderr.splitlines()) == 1
+    )
+    assert "Traceback" not in failed.stderr

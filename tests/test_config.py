@@ -78,6 +78,21 @@ def test_bad_setting_fails_with_one_clear_line(tmp_path, overrides: dict, expect
         assert SECRET_KEY_PART not in text
 
 
+@pytest.mark.parametrize(("overrides", "expected"), [CASES[0], CASES[2], CASES[-1]])
+def test_connection_test_reports_bad_settings_the_same_way(
+    tmp_path, overrides: dict, expected: str
+) -> None:
+    """``--test`` runs before the SDK's command handles errors: it must not print a traceback."""
+    config = {k: v for k, v in {**GOOD, **overrides}.items() if v is not None}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    result = run_cli("--config", str(path), "--test")
+    assert result.returncode == 1
+    assert sum(expected in line for line in result.stderr.splitlines()) == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    assert SECRET_KEY_PART not in result.stdout + result.stderr
+
+
 def test_all_problems_are_reported_together() -> None:
     config = {**GOOD, "client_id": "bad", "start_date": "never", "api_url": "http://example.com"}
     with pytest.raises(ConfigValidationError) as caught:
