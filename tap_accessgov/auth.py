@@ -200,7 +200,7 @@ class AccessGovAuthenticator(OAuthAuthenticator):
         self._auth_method = auth_method
         self._lock = threading.RLock()
         self._renewed_after_401 = False
-        self._refused: str | None = None  # the token endpoint's refusal, once it refused
+        self._failed: str | None = None  # why no token could be had, once that happened
         self.logger = logging.getLogger("tap-accessgov.auth")
         retry = _CappedRetry(
             total=TOKEN_MAX_TRIES - 1,
@@ -262,8 +262,8 @@ class AccessGovAuthenticator(OAuthAuthenticator):
     @override
     def update_access_token(self) -> None:
         """Fetch a token; 429/5xx/connection errors are retried by the session's urllib3 policy."""
-        if self._refused is not None:
-            raise AuthenticationError(self._refused)  # no point asking again, from any thread
+        if self._failed is not None:
+            self._fail(self._failed)
         who = f"client_id {self._parsed_client_id.value}"
         self.logger.info("Requesting a new access token (%s)", self._auth_method)
         requested_at = _utc_now()
@@ -274,33 +274,36 @@ class AccessGovAuthenticator(OAuthAuthenticator):
                 timeout=TOKEN_REQUEST_TIMEOUT,
             )
         except requests.RequestException as exc:
-            msg = (
+            self._fail(
                 f"Authentication failed for {who}: could not reach the token endpoint "
                 f"{self.auth_endpoint} ({type(exc).__name__})"
             )
-            raise AuthenticationError(msg) from None
         if response.status_code != 200:
-            msg = (
+            self._fail(
                 f"Authentication failed for {who}: the token endpoint {self.auth_endpoint} "
                 f"answered {response.status_code}: {service_message(response)}"
             )
-            if response.status_code in (400, 401, 403):
-                self._refused = msg
-            raise AuthenticationError(msg)
         try:
             body = response.json()
             token = body.get("access_token") if isinstance(body, dict) else None
         except ValueError:
             token = None
         if not token or not isinstance(token, str):
-            msg = f"Authentication failed for {who}: the token endpoint returned no access_token"
-            raise AuthenticationError(msg)
+            self._fail(
+                f"Authentication failed for {who}: the token endpoint returned no access_token"
+            )
         expires_in = body.get("expires_in")
         self.access_token = token
         self.expires_in = int(expires_in) if expires_in else None
         self.last_refreshed = requested_at
         self._renewed_after_401 = False
         self.logger.info("Access token obtained; it expires in %s s", self.expires_in)
+
+    def _fail(self, msg: str) -> t.NoReturn:
+        """No token (refused, or unreachable after retries): the run is failing, so no other
+        thread asks again; each would wait out its own retries before the run can end."""
+        self._failed = msg
+        raise AuthenticationError(msg) from None
 
     def renew_after_unauthorized(self, refused_token: str | None) -> bool:
         """Called when the API answered 401; True if the request may be retried.

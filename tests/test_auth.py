@@ -10,7 +10,7 @@ import pytest
 from singer_sdk.exceptions import FatalAPIError
 
 from emulator import Emulator, make_credential
-from tap_accessgov.auth import AuthenticationError
+from tap_accessgov.auth import TOKEN_MAX_TRIES, AuthenticationError
 from tap_accessgov.tap import TapAccessGov
 from tests.conftest import CREDENTIAL, catalog_selecting, run_cli, sync
 
@@ -162,3 +162,20 @@ def test_connection_test_passes_with_the_credential_and_fails_in_one_line_withou
         sum("Run failed: Authentication failed" in line for line in failed.stderr.splitlines()) == 1
     )
     assert "Traceback" not in failed.stderr
+
+
+def test_an_unreachable_token_endpoint_ends_the_run_without_every_thread_retrying(
+    emulator: Emulator, tmp_path: Path
+) -> None:
+    """Concurrent exclusion fetches share one failure: the run ends after one round of
+    retries, not one round per worker."""
+    emulator.faults.add(kind="503", path="/auth/v1/token", times=100)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**emulator.tap_config(), "max_concurrency": 8}))
+    result = run_cli("--config", str(path))
+    assert result.returncode == 1
+    assert (
+        sum("Run failed: Authentication failed" in line for line in result.stderr.splitlines()) == 1
+    )
+    assert "answered 503" in result.stderr
+    assert emulator.stats["token_requests"] == TOKEN_MAX_TRIES
