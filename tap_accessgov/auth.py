@@ -96,8 +96,8 @@ def parse_client_id(client_id: str) -> ClientId:
         raise CredentialError("client_id: is empty")
     if "@" not in client_id:
         raise CredentialError(
-            "client_id: has no '@'; expected <random-id>@<hostname>/<use-case> "
-            "as shown in the service's API settings"
+            "client_id: has no '@' (expected <random-id>@<hostname>/<use-case> "
+            "as shown in the service's API settings)"
         )
     random_id, _, rest = client_id.partition("@")
     if not random_id:

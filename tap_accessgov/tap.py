@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import ipaddress
+import re
 import sys
 import typing as t
 from functools import cached_property
@@ -206,6 +207,25 @@ def _parse_datetime(value: str) -> datetime.datetime:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=datetime.UTC)
 
 
+_SCHEMA_ERROR = re.compile(r"^(?P<what>.*) in config(?P<path>(?:\[[^\]]*\])+)$", re.DOTALL)
+_REQUIRED = re.compile(r"^'(?P<name>[^']+)' is a required property$")
+_PATH_PART = re.compile(r"\[(?:'([^']*)'|(\d+))\]")
+
+
+def name_first(error: str, secret_settings: t.Container[str]) -> str:
+    """An SDK schema error ("5 is less than ... in config['page_size']") in the form of ours
+    ("page_size: 5 is less than ..."); a secret's value, which the SDK repeats, is dropped."""
+    if match := _REQUIRED.match(error):
+        return f"{match['name']}: required, but not set"
+    if (match := _SCHEMA_ERROR.match(error)) is None:
+        return error
+    parts = _PATH_PART.findall(match["path"])
+    path = "".join(f".{key}" if key else f"[{index}]" for key, index in parts).lstrip(".")
+    if parts and parts[0][0] in secret_settings:
+        return f"{path}: must be a string (its value is not shown)"
+    return f"{path}: {match['what']}"
+
+
 def settings_errors(config: t.Mapping[str, t.Any]) -> list[str]:
     """Checks the JSON schema cannot express; each line names the setting, never the secret."""
     errors: list[str] = []
@@ -223,7 +243,7 @@ def settings_errors(config: t.Mapping[str, t.Any]) -> list[str]:
         elif parts.scheme == "http" and not _is_loopback(parts.hostname):
             errors.append(
                 "api_url: plain http is allowed only for loopback hosts "
-                "(127.0.0.0/8, ::1, localhost); use https"
+                "(127.0.0.0/8, ::1, localhost), use https"
             )
         elif parts.query or parts.fragment:
             errors.append("api_url: must not carry a query or fragment")
@@ -270,6 +290,8 @@ class TapAccessGov(Tap):
             errors = super()._validate_config(raise_errors=raise_errors)
         except ConfigValidationError as exc:
             errors = list(exc.errors)
+        secret = {n for n, p in self.config_jsonschema["properties"].items() if p.get("secret")}
+        errors = [name_first(error, secret) for error in errors]
         if not raise_errors:
             return errors
         if errors := errors + settings_errors(self.config):
@@ -286,9 +308,8 @@ class TapAccessGov(Tap):
         try:
             yield
         except ConfigValidationError as exc:
-            for error in exc.errors:
-                cls.logger.error(error)
-            cls.logger.error("Config validation failed")
+            # One line, so that `meltano config test`, which shows the last one, shows all.
+            cls.logger.error("Config validation failed: %s", "; ".join(exc.errors))
             sys.exit(1)
         except (AuthenticationError, FatalAPIError) as exc:
             cls.logger.debug("Run failed", exc_info=True)

@@ -29,9 +29,9 @@ CASES = [
         {"client_secret": "secret-token:accessgov.test:v1:%%%"},
         "client_secret: the key part is not base64url",
     ),
-    ({"auth_method": "password"}, "'password' is not one of"),
-    ({"page_size": 5}, "5 is less than the minimum of 10 in config['page_size']"),
-    ({"page_size": 500}, "500 is greater than the maximum of 100 in config['page_size']"),
+    ({"auth_method": "password"}, "auth_method: 'password' is not one of"),
+    ({"page_size": 5}, "page_size: 5 is less than the minimum of 10"),
+    ({"page_size": 500}, "page_size: 500 is greater than the maximum of 100"),
     ({"start_date": "last tuesday"}, "start_date: 'last tuesday' is not an RFC 3339 date-time"),
     (
         {"start_date": "2025-02-01T00:00:00Z", "end_date": "2025-01-01T00:00:00Z"},
@@ -39,15 +39,15 @@ CASES = [
     ),
     (
         {"app_user_refs": [{"id": "u1"}]},
-        "'app_id' is a required property in config['app_user_refs'][0]",
+        "app_user_refs[0]: 'app_id' is a required property",
     ),
     (
         {"app_entitlement_refs": [{"app_id": "a1"}]},
-        "'id' is a required property in config['app_entitlement_refs'][0]",
+        "app_entitlement_refs[0]: 'id' is a required property",
     ),
     (
         {"exclusion_entitlements": [{"app_id": "", "app_entitlement_id": "e"}]},
-        "config['exclusion_entitlements'][0]['app_id']",
+        "exclusion_entitlements[0].app_id: '' should be non-empty",
     ),
     (
         {"exclusion_entitlements": [{"app_id": "a", "app_entitlement_id": "e"}] * 2},
@@ -58,7 +58,9 @@ CASES = [
         "api_url: plain http is allowed only for loopback",
     ),
     ({"api_url": "ftp://127.0.0.1"}, "api_url: must be an absolute URL"),
-    ({"client_secret": None}, "client_secret"),
+    ({"client_secret": None}, "client_secret: required, but not set"),
+    ({"client_secret": [CREDENTIAL.client_secret]}, "client_secret: must be a string"),
+    ({"client_secret": {"key": CREDENTIAL.client_secret}}, "client_secret: must be a string"),
 ]
 
 
