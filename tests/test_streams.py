@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 from collections import Counter
@@ -394,3 +395,30 @@ def test_progress_lines_carry_the_running_total_and_a_failed_sync_claims_no_tota
         count_three_then_fail()
     messages = [r.getMessage().split(" (")[0] for r in caplog.records if r.name == logger.name]
     assert messages == [f"s: {n} records so far" for n in (1, 2, 3)]
+
+
+def test_stream_maps_and_flattening_apply_to_the_tap_output(full_sync: SyncResult) -> None:
+    """The SDK's mapper runs on what this tap builds (its own records, the users child)."""
+    config = {
+        **shared_emulator().tap_config(),
+        "stream_maps": {
+            "users": {"email": "md5(record['email']) if record.get('email') else None"},
+            "grant_feed": {"__filter__": "eventType == 'GRANT_EVENT_TYPE_ADDED'"},
+        },
+        "flattening_enabled": True,
+        "flattening_max_depth": 1,
+    }
+    mapped = sync(config)
+    added = [r for r in full_sync.records["grant_feed"] if r["eventType"].endswith("_ADDED")]
+    assert 0 < len(added) < len(full_sync.records["grant_feed"])
+    assert sorted(r["feed__date"] for r in mapped.records["grant_feed"]) == sorted(
+        r["feed"]["date"] for r in added
+    )
+    assert "feed" not in mapped.schemas["grant_feed"]["properties"]
+    assert "feed__date" in mapped.schemas["grant_feed"]["properties"]
+    emails = {u["id"]: u.get("email") for u in full_sync.records["users"]}
+    assert {u["id"]: u["email"] for u in mapped.records["users"]} == {
+        user_id: hashlib.md5(email.encode()).hexdigest() if email else None
+        for user_id, email in emails.items()
+    }
+    assert mapped.counts()["automation_exclusions"] == full_sync.counts()["automation_exclusions"]
