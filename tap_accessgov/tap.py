@@ -304,7 +304,7 @@ class TapAccessGov(Tap):
     @contextlib.contextmanager
     def _failing_in_one_line(cls) -> t.Iterator[None]:
         """A failure the tap explains (bad config, authentication, an API error after
-        retries) ends in one line per cause and exit code 1; the traceback is at DEBUG."""
+        retries) ends in one line naming what is wrong, exit code 1; the traceback is at DEBUG."""
         try:
             yield
         except ConfigValidationError as exc:
