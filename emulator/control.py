@@ -8,6 +8,7 @@ demo and benchmarks, which run it as a subprocess).
 from __future__ import annotations
 
 import json
+import ssl
 import threading
 from types import TracebackType
 from typing import Any
@@ -33,6 +34,7 @@ class Emulator:
         token_lifetime: int = 600,
         port: int = 0,
         latency: float = 0.0,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.dataset = dataset if dataset is not None else Dataset()
         self.credential = credential if credential is not None else make_credential()
@@ -43,6 +45,7 @@ class Emulator:
         self.token_lifetime = token_lifetime
         self.latency = latency
         self._port = port
+        self._tls = tls  # serve https with this context (see emulator/tls.py)
         self._server: EmulatorServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -73,7 +76,7 @@ class Emulator:
     def start(self) -> Emulator:
         if self._server is not None:
             raise RuntimeError("emulator already started")
-        self._server = EmulatorServer(self, self._port)
+        self._server = EmulatorServer(self, self._port, self._tls)
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )
@@ -109,7 +112,7 @@ class Emulator:
 
     @property
     def url(self) -> str:
-        return f"http://{HOST}:{self.port}"
+        return f"{'https' if self._tls else 'http'}://{HOST}:{self.port}"
 
     # ----- controls -------------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ import contextlib
 import json
 import re
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -61,11 +62,13 @@ class EmulatorServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, emulator: Emulator, port: int) -> None:
+    def __init__(self, emulator: Emulator, port: int, tls: ssl.SSLContext | None = None) -> None:
         self.emulator = emulator
         self.connections: set[socket.socket] = set()
         self.connections_lock = threading.Lock()
         super().__init__((HOST, port), _Handler)
+        if tls is not None:
+            self.socket = tls.wrap_socket(self.socket, server_side=True)
 
     def close_connections(self) -> None:
         """Hang up on keep-alive clients so a stopped emulator really is gone."""

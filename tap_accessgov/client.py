@@ -160,6 +160,15 @@ class AccessGovStream(RESTStream[str | None]):
 
     _tap: TapAccessGov
 
+    def __init__(self, *args: t.Any, **kwargs: t.Any) -> None:
+        super().__init__(*args, **kwargs)
+        # The SDK sends prepared requests, which skips requests' environment settings: trust
+        # the CA bundle a user names (REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE) as the token call
+        # does. Verification itself is never turned off.
+        session = self.requests_session
+        environment = session.merge_environment_settings(self.url_base, {}, None, None, None)
+        session.verify = environment["verify"]
+
     @property
     @override
     def url_base(self) -> str:

@@ -18,9 +18,19 @@ import pytest
 import requests
 from singer_sdk.exceptions import FatalAPIError
 
-from emulator import Emulator, make_credential
+from emulator import Dataset, Emulator, make_credential
+from emulator.tls import self_signed
 from tap_accessgov.client import retry_after_seconds
-from tests.conftest import BIN_TAP, SyncResult, catalog_selecting, parse_singer, run_cli, sync
+from tests.conftest import (
+    BIN_TAP,
+    CREDENTIAL,
+    SMALL_DATASET,
+    SyncResult,
+    catalog_selecting,
+    parse_singer,
+    run_cli,
+    sync,
+)
 
 FEED = "/api/v1/grants/feed"
 
@@ -249,3 +259,31 @@ def test_no_secret_in_an_authentication_failure_at_debug(
     assert "Authentication failed" in result.stderr
     key = config["client_secret"].rsplit(":", 1)[1]
     assert key not in result.stdout + result.stderr
+
+
+def test_tls_is_verified_on_every_call_and_a_named_ca_bundle_is_trusted(tmp_path: Path) -> None:
+    """Against an https emulator with a self-signed certificate: refused unless the user
+    trusts it through REQUESTS_CA_BUNDLE, and then every call (token and API) succeeds."""
+    context, certificate = self_signed(tmp_path)
+    with Emulator(Dataset(**SMALL_DATASET), credential=CREDENTIAL, tls=context) as emu:
+        path = tmp_path / "config.json"
+        path.write_text(json.dumps(emu.tap_config()))
+        assert emu.url.startswith("https://")
+        env = {
+            k: v for k, v in os.environ.items() if k not in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
+        }
+
+        untrusted = run_cli("--config", str(path), env=env)
+        assert untrusted.returncode == 1
+        assert "could not reach the token endpoint" in untrusted.stderr
+        assert "(SSLError)" in untrusted.stderr
+        assert emu.stats["token_requests"] == 0  # refused in the handshake
+
+        trusted = run_cli(
+            "--config", str(path), env={**env, "REQUESTS_CA_BUNDLE": str(certificate)}
+        )
+        assert trusted.returncode == 0, trusted.stderr[-2000:]
+        streams = {
+            m["stream"] for m in parse_singer(trusted.stdout).messages if m["type"] == "RECORD"
+        }
+        assert streams == {"grant_feed", "automation_exclusions", "users"}
