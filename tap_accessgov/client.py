@@ -164,10 +164,11 @@ class AccessGovStream(RESTStream[str | None]):
         super().__init__(*args, **kwargs)
         # The SDK sends prepared requests, which skips requests' environment settings: trust
         # the CA bundle a user names (REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE) as the token call
-        # does. Verification itself is never turned off.
+        # does. Verification itself is never turned off. No URL: `verify` does not depend on
+        # it (only proxies do, and send() resolves those), and discovery must work before
+        # the client id is valid.
         session = self.requests_session
-        environment = session.merge_environment_settings(self.url_base, {}, None, None, None)
-        session.verify = environment["verify"]
+        session.verify = session.merge_environment_settings("", {}, None, None, None)["verify"]
 
     @property
     @override

@@ -9,7 +9,7 @@ import pytest
 from singer_sdk.exceptions import ConfigValidationError
 
 from tap_accessgov.tap import TapAccessGov
-from tests.conftest import CREDENTIAL, run_cli
+from tests.conftest import CREDENTIAL, config_file, run_cli
 
 GOOD = {
     "client_id": CREDENTIAL.client_id,
@@ -67,9 +67,7 @@ CASES = [
 @pytest.mark.parametrize(("overrides", "expected"), CASES, ids=[c[1][:40] for c in CASES])
 def test_bad_setting_fails_with_one_clear_line(tmp_path, overrides: dict, expected: str) -> None:
     config = {k: v for k, v in {**GOOD, **overrides}.items() if v is not None}
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(config))
-    result = run_cli("--config", str(path))
+    result = run_cli("--config", config_file(config, tmp_path))
     assert result.returncode != 0
     lines = [line for line in result.stderr.splitlines() if expected in line]
     assert len(lines) == 1, result.stderr
@@ -86,13 +84,20 @@ def test_connection_test_reports_bad_settings_the_same_way(
 ) -> None:
     """``--test`` runs before the SDK's command handles errors: it must not print a traceback."""
     config = {k: v for k, v in {**GOOD, **overrides}.items() if v is not None}
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(config))
-    result = run_cli("--config", str(path), "--test")
+    result = run_cli("--config", config_file(config, tmp_path), "--test")
     assert result.returncode == 1
     assert sum(expected in line for line in result.stderr.splitlines()) == 1, result.stderr
     assert "Traceback" not in result.stderr
     assert SECRET_KEY_PART not in result.stdout + result.stderr
+
+
+def test_discovery_needs_no_valid_config(tmp_path) -> None:
+    """Meltano discovers before it syncs; a bad client id is reported by the sync, not here."""
+    config = {**GOOD, "client_id": "no-at-sign/tap"}
+    result = run_cli("--config", config_file(config, tmp_path), "--discover")
+    assert result.returncode == 0, result.stderr[-2000:]
+    streams = {entry["tap_stream_id"] for entry in json.loads(result.stdout)["streams"]}
+    assert streams == {"grant_feed", "automation_exclusions", "users"}
 
 
 def test_all_problems_are_reported_together() -> None:
