@@ -116,6 +116,13 @@ def run_cli(
     )
 
 
+def config_file(config: dict[str, t.Any], directory: Path) -> str:
+    """Write a tap config where the command line reads it; returns the path for --config."""
+    path = directory / "config.json"
+    path.write_text(json.dumps(config))
+    return str(path)
+
+
 _TS = re.compile(r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?Z$")
 
 

@@ -12,7 +12,7 @@ from singer_sdk.exceptions import FatalAPIError
 from emulator import Emulator, make_credential
 from tap_accessgov.auth import TOKEN_MAX_TRIES, AuthenticationError
 from tap_accessgov.tap import TapAccessGov
-from tests.conftest import CREDENTIAL, catalog_selecting, run_cli, sync
+from tests.conftest import CREDENTIAL, catalog_selecting, config_file, run_cli, sync
 
 
 def feed_only(emulator: Emulator, **overrides: object) -> tuple[dict[str, object], dict]:
@@ -75,9 +75,7 @@ def test_wrong_secret_fails_clearly_without_the_secret(emulator: Emulator) -> No
 def test_wrong_secret_on_the_command_line(emulator: Emulator, tmp_path, method: str) -> None:
     other = make_credential(seed=99, tenant="acme.accessgov.test")
     config = {**emulator.tap_config(), "client_secret": other.client_secret, "auth_method": method}
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(config))
-    result = run_cli("--config", str(path))
+    result = run_cli("--config", config_file(config, tmp_path))
     assert result.returncode == 1
     failures = [
         line
@@ -143,9 +141,7 @@ def test_a_401_after_a_successful_renewal_may_be_retried_again(emulator: Emulato
 def test_connection_test_passes_with_the_credential_and_fails_in_one_line_without(
     emulator: Emulator, tmp_path: Path
 ) -> None:
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(emulator.tap_config()))
-    passed = run_cli("--config", str(path), "--test")
+    passed = run_cli("--config", config_file(emulator.tap_config(), tmp_path), "--test")
     assert passed.returncode == 0, passed.stderr[-2000:]
     assert {
         m["stream"] for m in map(json.loads, passed.stdout.splitlines()) if m["type"] == "RECORD"
@@ -155,8 +151,8 @@ def test_connection_test_passes_with_the_credential_and_fails_in_one_line_withou
         "users",
     }
     other = make_credential(seed=99, tenant="acme.accessgov.test")
-    path.write_text(json.dumps({**emulator.tap_config(), "client_secret": other.client_secret}))
-    failed = run_cli("--config", str(path), "--test")
+    config = {**emulator.tap_config(), "client_secret": other.client_secret}
+    failed = run_cli("--config", config_file(config, tmp_path), "--test")
     assert failed.returncode == 1
     assert (
         sum("Run failed: Authentication failed" in line for line in failed.stderr.splitlines()) == 1
@@ -170,9 +166,8 @@ def test_an_unreachable_token_endpoint_ends_the_run_without_every_thread_retryin
     """Concurrent exclusion fetches share one failure: the run ends after one round of
     retries, not one round per worker."""
     emulator.faults.add(kind="503", path="/auth/v1/token", times=100)
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps({**emulator.tap_config(), "max_concurrency": 8}))
-    result = run_cli("--config", str(path))
+    config = {**emulator.tap_config(), "max_concurrency": 8}
+    result = run_cli("--config", config_file(config, tmp_path))
     assert result.returncode == 1
     assert (
         sum("Run failed: Authentication failed" in line for line in result.stderr.splitlines()) == 1

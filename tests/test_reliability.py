@@ -27,6 +27,7 @@ from tests.conftest import (
     SMALL_DATASET,
     SyncResult,
     catalog_selecting,
+    config_file,
     parse_singer,
     run_cli,
     sync,
@@ -228,9 +229,8 @@ def test_killed_run_resumes_from_the_last_state_with_every_event_at_least_once(
 
 def run_at_debug(config: dict[str, t.Any], tmp_path: Path) -> subprocess.CompletedProcess[str]:
     """The command line with DEBUG logging (urllib3's included)."""
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(config))
-    return run_cli("--config", str(path), env={**os.environ, "TAP_ACCESSGOV_LOGLEVEL": "DEBUG"})
+    debug = {**os.environ, "TAP_ACCESSGOV_LOGLEVEL": "DEBUG"}
+    return run_cli("--config", config_file(config, tmp_path), env=debug)
 
 
 def test_no_secret_or_token_in_any_output_at_debug(emulator: Emulator, tmp_path: Path) -> None:
@@ -266,22 +266,19 @@ def test_tls_is_verified_on_every_call_and_a_named_ca_bundle_is_trusted(tmp_path
     trusts it through REQUESTS_CA_BUNDLE, and then every call (token and API) succeeds."""
     context, certificate = self_signed(tmp_path)
     with Emulator(Dataset(**SMALL_DATASET), credential=CREDENTIAL, tls=context) as emu:
-        path = tmp_path / "config.json"
-        path.write_text(json.dumps(emu.tap_config()))
+        path = config_file(emu.tap_config(), tmp_path)
         assert emu.url.startswith("https://")
         env = {
             k: v for k, v in os.environ.items() if k not in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
         }
 
-        untrusted = run_cli("--config", str(path), env=env)
+        untrusted = run_cli("--config", path, env=env)
         assert untrusted.returncode == 1
         assert "could not reach the token endpoint" in untrusted.stderr
         assert "(SSLError)" in untrusted.stderr
         assert emu.stats["token_requests"] == 0  # refused in the handshake
 
-        trusted = run_cli(
-            "--config", str(path), env={**env, "REQUESTS_CA_BUNDLE": str(certificate)}
-        )
+        trusted = run_cli("--config", path, env={**env, "REQUESTS_CA_BUNDLE": str(certificate)})
         assert trusted.returncode == 0, trusted.stderr[-2000:]
         streams = {
             m["stream"] for m in parse_singer(trusted.stdout).messages if m["type"] == "RECORD"
