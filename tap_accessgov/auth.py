@@ -1,7 +1,7 @@
-"""Credentials and the OAuth 2.0 client-credentials authenticator.
+"""The OAuth 2.0 client-credentials authenticator, one per run (credentials.py parses the id
+and secret it uses).
 
-The service hands out a client id ``<random-id>@<hostname>/<use-case>`` and a client secret
-``secret-token:<domain>:v1:<base64url JWK>`` holding an ed25519 private key. Tokens come from
+Tokens come from
 ``POST /auth/v1/token`` either with a signed client assertion (RFC 7523 section 2.2, EdDSA) or
 with the plain secret. The SDK's ``OAuthJWTAuthenticator`` is RS256 with the jwt-bearer *grant*,
 so we build on ``OAuthAuthenticator`` and add what it lacks: a refresh margin, one shared token
@@ -10,26 +10,22 @@ across threads, retries of the token call, and errors that never carry the secre
 
 from __future__ import annotations
 
-import base64
-import binascii
 import datetime
 import json
 import logging
-import re
 import secrets
 import threading
 import time
 import typing as t
-from dataclasses import dataclass, field
 
 import jwt
 import requests
 import urllib3
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from requests.adapters import HTTPAdapter
 from singer_sdk.authenticators import OAuthAuthenticator
 from typing_extensions import override
+
+from tap_accessgov.credentials import ClientId, ClientSecret
 
 CLIENT_ASSERTION = "client_assertion"
 CLIENT_SECRET = "client_secret"
@@ -40,131 +36,13 @@ TOKEN_REQUEST_TIMEOUT = 60
 TOKEN_MAX_TRIES = 5
 RETRY_AFTER_CAP = 60.0
 
-_HOST_RE = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$")
-
 
 def _utc_now() -> datetime.datetime:
     return datetime.datetime.now(datetime.UTC)
 
 
-class RedactedStr(str):
-    """A secret string that still works as a string but whose ``repr`` hides it, so a config
-    mapping that ends up in a log line or a traceback does not carry it."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "'<redacted>'"
-
-
-class CredentialError(ValueError):
-    """A malformed client id or client secret; the message names the setting, not the value."""
-
-
 class AuthenticationError(RuntimeError):
     """The token endpoint refused or could not issue a token."""
-
-
-@dataclass(frozen=True)
-class ClientId:
-    """The parts of a client id that matter: the whole id, the host (with port) and the aud."""
-
-    value: str
-    host: str
-    audience: str
-
-    @property
-    def base_url(self) -> str:
-        """Address of the tenant; the official clients always use https."""
-        return f"https://{self.host}"
-
-
-@dataclass(frozen=True)
-class ClientSecret:
-    """A parsed client secret. ``repr`` shows nothing secret."""
-
-    value: str = field(repr=False)
-    private_key: Ed25519PrivateKey = field(repr=False)
-
-    def __repr__(self) -> str:
-        return "ClientSecret(<redacted>)"
-
-
-def parse_client_id(client_id: str) -> ClientId:
-    """Split ``<random-id>@<hostname>/<use-case>``; host lowercased, ``aud`` without port."""
-    if not isinstance(client_id, str) or not client_id.strip():
-        raise CredentialError("client_id: is empty")
-    if "@" not in client_id:
-        raise CredentialError(
-            "client_id: has no '@' (expected <random-id>@<hostname>/<use-case> "
-            "as shown in the service's API settings)"
-        )
-    random_id, _, rest = client_id.partition("@")
-    if not random_id:
-        raise CredentialError("client_id: the part before '@' is empty")
-    if "/" not in rest:
-        raise CredentialError("client_id: has no '/<use-case>' after the hostname")
-    host = rest.split("/", 1)[0].lower()
-    if not host:
-        raise CredentialError("client_id: the hostname between '@' and '/' is empty")
-    hostname, sep, port = host.partition(":")
-    if sep and (not port.isdigit() or not 0 < int(port) < 65536):
-        raise CredentialError("client_id: the hostname has an invalid port")
-    if not _HOST_RE.match(hostname):
-        raise CredentialError(
-            "client_id: the hostname between '@' and '/' is not a valid host name"
-        )
-    return ClientId(value=client_id, host=host, audience=hostname)
-
-
-def _b64url_decode(text: str) -> bytes:
-    """Decode base64url that the service writes without padding."""
-    if not re.fullmatch(r"[A-Za-z0-9_-]*", text):
-        raise ValueError("not base64url")
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-
-
-def parse_client_secret(secret: str) -> ClientSecret:
-    """Parse ``secret-token:<domain>:v1:<base64url JWK>`` into an ed25519 private key."""
-    if not isinstance(secret, str) or not secret:
-        raise CredentialError("client_secret: is empty")
-    parts = secret.split(":")
-    if len(parts) != 4:
-        raise CredentialError(
-            f"client_secret: expected 4 ':'-separated parts "
-            f"(secret-token:<domain>:v1:<key>), found {len(parts)}"
-        )
-    prefix, domain, version, encoded = parts
-    if prefix != "secret-token":
-        raise CredentialError("client_secret: does not start with 'secret-token:'")
-    if not domain:
-        raise CredentialError("client_secret: the domain part is empty")
-    if version != "v1":
-        raise CredentialError("client_secret: unsupported version marker (expected 'v1')")
-    try:
-        jwk = json.loads(_b64url_decode(encoded))
-    except (ValueError, binascii.Error):
-        raise CredentialError("client_secret: the key part is not base64url-encoded JSON") from None
-    if not isinstance(jwk, dict):
-        raise CredentialError("client_secret: the key part is not a JSON Web Key object")
-    if jwk.get("kty") != "OKP" or jwk.get("crv") != "Ed25519":
-        raise CredentialError("client_secret: the key is not an Ed25519 (OKP) key")
-    if "d" not in jwk:
-        raise CredentialError("client_secret: the key has no private part ('d'): a public key?")
-    try:
-        private_bytes = _b64url_decode(str(jwk["d"]))
-        public_bytes = _b64url_decode(str(jwk.get("x", "")))
-    except (ValueError, binascii.Error):
-        raise CredentialError("client_secret: the key's 'd' or 'x' is not base64url") from None
-    if len(private_bytes) != 32:
-        raise CredentialError("client_secret: the key's private part is not 32 bytes")
-    private_key = Ed25519PrivateKey.from_private_bytes(private_bytes)
-    derived = private_key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
-    if public_bytes and public_bytes != derived:
-        raise CredentialError(
-            "client_secret: the key's public part does not match its private part"
-        )
-    return ClientSecret(value=secret, private_key=private_key)
 
 
 class _CappedRetry(urllib3.Retry):

@@ -22,6 +22,8 @@ from tap_accessgov.auth import (
     CLIENT_ASSERTION,
     AccessGovAuthenticator,
     AuthenticationError,
+)
+from tap_accessgov.credentials import (
     ClientId,
     CredentialError,
     RedactedStr,

@@ -11,7 +11,7 @@ import requests
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tap_accessgov.auth import CredentialError, parse_client_id, parse_client_secret
+from tap_accessgov.credentials import CredentialError, parse_client_id, parse_client_secret
 from tap_accessgov.streams import GrantFeedStream, normalize_timestamp
 from tap_accessgov.tap import TapAccessGov
 from tests.conftest import CREDENTIAL, ns
