@@ -11,7 +11,6 @@ across threads, retries of the token call, and errors that never carry the secre
 from __future__ import annotations
 
 import datetime
-import json
 import logging
 import secrets
 import threading
@@ -20,12 +19,12 @@ import typing as t
 
 import jwt
 import requests
-import urllib3
 from requests.adapters import HTTPAdapter
 from singer_sdk.authenticators import OAuthAuthenticator
 from typing_extensions import override
 
 from tap_accessgov.credentials import ClientId, ClientSecret
+from tap_accessgov.errors import service_message, token_retry
 
 CLIENT_ASSERTION = "client_assertion"
 CLIENT_SECRET = "client_secret"
@@ -33,8 +32,6 @@ AUTH_METHODS = (CLIENT_ASSERTION, CLIENT_SECRET)
 ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 ASSERTION_LIFETIME = 120  # seconds either side of now, as the vendor's own clients do
 TOKEN_REQUEST_TIMEOUT = 60
-TOKEN_MAX_TRIES = 5
-RETRY_AFTER_CAP = 60.0
 
 
 def _utc_now() -> datetime.datetime:
@@ -43,15 +40,6 @@ def _utc_now() -> datetime.datetime:
 
 class AuthenticationError(RuntimeError):
     """The token endpoint refused or could not issue a token."""
-
-
-class _CappedRetry(urllib3.Retry):
-    """urllib3 retry that honours Retry-After but never sleeps longer than the cap."""
-
-    @override
-    def get_retry_after(self, response: t.Any) -> float | None:
-        retry_after = super().get_retry_after(response)
-        return None if retry_after is None else min(retry_after, RETRY_AFTER_CAP)
 
 
 class AccessGovAuthenticator(OAuthAuthenticator):
@@ -80,16 +68,10 @@ class AccessGovAuthenticator(OAuthAuthenticator):
         self._renewed_after_401 = False
         self._failed: str | None = None  # why no token could be had, once that happened
         self.logger = logging.getLogger("tap-accessgov.auth")
-        retry = _CappedRetry(
-            total=TOKEN_MAX_TRIES - 1,
-            status_forcelist=(429, 500, 502, 503, 504),
-            allowed_methods=frozenset({"POST"}),
-            backoff_factor=0.5,
-            backoff_max=30,
-            raise_on_status=False,
-        )
+        # Our own session for the token call: the SDK's retries only https and is private.
+        self.token_session = requests.Session()
         for scheme in ("https://", "http://"):
-            self._session.mount(scheme, HTTPAdapter(max_retries=retry))
+            self.token_session.mount(scheme, HTTPAdapter(max_retries=token_retry()))
 
     def __repr__(self) -> str:
         return (
@@ -146,7 +128,7 @@ class AccessGovAuthenticator(OAuthAuthenticator):
         self.logger.info("Requesting a new access token (%s)", self._auth_method)
         requested_at = _utc_now()
         try:
-            response = self._session.post(
+            response = self.token_session.post(
                 self.auth_endpoint,
                 data=self.oauth_request_body,
                 timeout=TOKEN_REQUEST_TIMEOUT,
@@ -202,16 +184,3 @@ class AccessGovAuthenticator(OAuthAuthenticator):
     def confirm_token(self) -> None:
         """A request succeeded with the current token: a later 401 may be retried again."""
         self._renewed_after_401 = False
-
-
-def service_message(response: requests.Response, limit: int = 300) -> str:
-    """The service's error text: the JSON ``message`` when there is one, else the raw body."""
-    text = response.text or response.reason or ""
-    try:
-        body = json.loads(text)
-    except ValueError:
-        body = None
-    if isinstance(body, dict) and isinstance(body.get("message"), str):
-        text = body["message"]
-    text = " ".join(text.split())
-    return text[:limit] + ("..." if len(text) > limit else "") if text else "(empty body)"

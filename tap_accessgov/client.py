@@ -7,8 +7,6 @@ differs per endpoint.
 
 from __future__ import annotations
 
-import datetime
-import email.utils
 import json
 import logging
 import time
@@ -22,14 +20,14 @@ from singer_sdk.pagination import BaseAPIPaginator
 from singer_sdk.streams import RESTStream
 from typing_extensions import override
 
-from tap_accessgov.auth import RETRY_AFTER_CAP, AccessGovAuthenticator, service_message
+from tap_accessgov.errors import exponential_waits, retry_after_seconds, service_message
 
 if t.TYPE_CHECKING:
     from types import TracebackType
 
-    from tap_accessgov.tap import TapAccessGov
+    from singer_sdk import Tap
 
-BACKOFF_CAP = 30.0
+    from tap_accessgov.auth import AccessGovAuthenticator
 
 # Parsed bodies, keyed by response, so that validation, records and paging read one parse.
 _PAGES: weakref.WeakKeyDictionary[requests.Response, dict[str, t.Any]] = weakref.WeakKeyDictionary()
@@ -58,21 +56,6 @@ def _where(response: requests.Response) -> str:
     request = response.request
     path = request.path_url.split("?", 1)[0] if request.path_url else "?"
     return f"{request.method} {path}"
-
-
-def retry_after_seconds(response: requests.Response | None) -> float | None:
-    """Retry-After as seconds (it may be a number or an HTTP date), capped."""
-    if response is None or not (value := response.headers.get("Retry-After")):
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        seconds = (when - datetime.datetime.now(datetime.UTC)).total_seconds()
-    return min(max(seconds, 0.0), RETRY_AFTER_CAP)
 
 
 class NextPageTokenPaginator(BaseAPIPaginator[str | None]):
@@ -155,13 +138,23 @@ class ProgressCounter(metrics.Counter):
             )
 
 
+class ApiConnection(t.Protocol):
+    """What every stream needs from the tap: where the API is, and the run's one authenticator
+    (both built lazily: discovery must work before the client id is valid)."""
+
+    @property
+    def api_url(self) -> str: ...
+
+    @property
+    def authenticator(self) -> AccessGovAuthenticator: ...
+
+
 class AccessGovStream(RESTStream[str | None]):
     """Base stream for the service's API."""
 
-    _tap: TapAccessGov
-
-    def __init__(self, *args: t.Any, **kwargs: t.Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, tap: Tap, *, connection: ApiConnection) -> None:
+        super().__init__(tap)
+        self.connection = connection
         # The SDK sends prepared requests, which skips requests' environment settings: trust
         # the CA bundle a user names (REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE) as the token call
         # does. Verification itself is never turned off. No URL: `verify` does not depend on
@@ -173,12 +166,12 @@ class AccessGovStream(RESTStream[str | None]):
     @property
     @override
     def url_base(self) -> str:
-        return self._tap.api_url
+        return self.connection.api_url
 
     @property
     @override
     def authenticator(self) -> AccessGovAuthenticator:
-        return self._tap.authenticator
+        return self.connection.authenticator
 
     @property
     @override
@@ -188,16 +181,16 @@ class AccessGovStream(RESTStream[str | None]):
     @property
     def page_size(self) -> int:
         """Results per page, from the ``page_size`` setting (10-100)."""
-        return int(self.config.get("page_size", 100))
+        return int(self.config["page_size"])
 
     @property
     @override
     def timeout(self) -> int:
-        return int(self.config.get("request_timeout", 300))
+        return int(self.config["request_timeout"])
 
     @override
     def backoff_max_tries(self) -> int:
-        return int(self.config.get("max_retries", 5)) + 1
+        return int(self.config["max_retries"]) + 1
 
     @override
     def request_decorator(self, func: t.Callable[..., t.Any]) -> t.Callable[..., t.Any]:
@@ -264,25 +257,22 @@ class AccessGovStream(RESTStream[str | None]):
 
     @override
     def backoff_wait_generator(self) -> t.Generator[float, t.Any, None]:
-        """Exponential backoff, but Retry-After when the service gives one, and no wait
-        before retrying a 401 with a fresh token (the SDK ignores Retry-After, sdk#2012)."""
-        exception = yield 0.0  # primed by backoff with None
-        attempt = 0
-        while True:
-            attempt += 1
+        """The SDK's exponential backoff, but the service's Retry-After when it gives one, and
+        no wait before retrying a 401 with a fresh token (the SDK ignores Retry-After, sdk#2012)."""
+        exponential = exponential_waits()
+
+        def wait(exception: Exception) -> float:
             response: requests.Response | None = getattr(exception, "response", None)
-            if response is None:
-                wait = min(BACKOFF_CAP, 2.0 ** (attempt - 1))
-            elif response.status_code == 401:
-                wait = 0.0
-            elif (retry_after := retry_after_seconds(response)) is not None:
-                wait = retry_after
+            if response is not None and response.status_code == 401:
+                return 0.0
+            if (retry_after := retry_after_seconds(response)) is not None:
                 self.logger.warning(
                     "%s answered %s; waiting %.1f s as its Retry-After asks",
-                    _where(response),
-                    response.status_code,
-                    wait,
+                    _where(t.cast("requests.Response", response)),
+                    t.cast("requests.Response", response).status_code,
+                    retry_after,
                 )
-            else:
-                wait = min(BACKOFF_CAP, 2.0 ** (attempt - 1))
-            exception = yield wait
+                return retry_after
+            return next(exponential)
+
+        return self.backoff_runtime(value=wait)

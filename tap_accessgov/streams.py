@@ -14,6 +14,7 @@ from typing_extensions import override
 from tap_accessgov import schemas
 from tap_accessgov.client import AccessGovStream, page_body
 from tap_accessgov.prefetch import PartitionPrefetcher
+from tap_accessgov.timestamps import normalize_timestamp
 
 if t.TYPE_CHECKING:
     import requests
@@ -28,31 +29,8 @@ EXPANDED_FIELDS = {
     "ticketPath": "ticket",
 }
 _EXPANDED_PATH = re.compile(r"^\$\.expanded\[(\d+)\]$")
-_RFC3339 = re.compile(
-    r"^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?([Zz]|[+-]\d{2}:\d{2})$"
-)
 # Travels on the first exclusion record of a page to generate_child_contexts, which removes it.
 _PAGE_USERS = "__page_users__"
-
-
-def normalize_timestamp(value: str) -> str:
-    """RFC 3339 in UTC with exactly 9 fractional digits and ``Z``.
-
-    The service writes 0, 3, 6 or 9 fractional digits; the SDK compares bookmarks as strings,
-    so one fixed width keeps string order equal to time order without losing nanoseconds.
-    """
-    match = _RFC3339.match(value)
-    if match is None:
-        parsed = datetime.datetime.fromisoformat(value)  # dates and naive times from config
-        if parsed.tzinfo is None:
-            parsed = parsed.replace(tzinfo=datetime.UTC)
-        return f"{parsed.astimezone(datetime.UTC):%Y-%m-%dT%H:%M:%S}.{parsed.microsecond:06d}000Z"
-    date, time, fraction, offset = match.groups()
-    fraction = (fraction or "").ljust(9, "0")
-    if offset in ("Z", "z", "+00:00", "-00:00"):
-        return f"{date}T{time}.{fraction}Z"
-    shifted = datetime.datetime.fromisoformat(f"{date}T{time}{offset}").astimezone(datetime.UTC)
-    return f"{shifted:%Y-%m-%dT%H:%M:%S}.{fraction}Z"
 
 
 class GrantFeedStream(AccessGovStream):
@@ -206,7 +184,7 @@ class AutomationExclusionsStream(AccessGovStream):
             self.logger.info("No exclusion_entitlements configured: nothing to extract")
             return
         try:
-            if (workers := int(self.config.get("max_concurrency", 8))) > 1:
+            if (workers := int(self.config["max_concurrency"])) > 1:
                 yield from self._prefetcher_from(context, workers).take(context)
             else:
                 yield from self.request_records(context)

@@ -10,7 +10,8 @@ import pytest
 from singer_sdk.exceptions import FatalAPIError
 
 from emulator import Emulator, make_credential
-from tap_accessgov.auth import TOKEN_MAX_TRIES, AuthenticationError
+from tap_accessgov.auth import AuthenticationError
+from tap_accessgov.errors import TOKEN_MAX_TRIES
 from tap_accessgov.tap import TapAccessGov
 from tests.conftest import CREDENTIAL, catalog_selecting, config_file, run_cli, sync
 

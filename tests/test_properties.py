@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tap_accessgov.credentials import CredentialError, parse_client_id, parse_client_secret
-from tap_accessgov.streams import GrantFeedStream, normalize_timestamp
 from tap_accessgov.tap import TapAccessGov
+from tap_accessgov.timestamps import normalize_timestamp
 from tests.conftest import CREDENTIAL, ns
 
 LABEL = st.text(string.ascii_lowercase + string.digits, min_size=1, max_size=12)
@@ -135,12 +135,10 @@ def feed_pages(draw: st.DrawFn) -> dict:
     return page
 
 
-STREAM = GrantFeedStream(
-    TapAccessGov(
-        config={"client_id": CREDENTIAL.client_id, "client_secret": CREDENTIAL.client_secret},
-        parse_env_config=False,
-    )
-)
+STREAM = TapAccessGov(
+    config={"client_id": CREDENTIAL.client_id, "client_secret": CREDENTIAL.client_secret},
+    parse_env_config=False,
+).streams["grant_feed"]
 
 
 @settings(max_examples=150)

@@ -20,7 +20,7 @@ from singer_sdk.exceptions import FatalAPIError
 
 from emulator import Dataset, Emulator, make_credential
 from emulator.tls import self_signed
-from tap_accessgov.client import retry_after_seconds
+from tap_accessgov.errors import retry_after_seconds
 from tests.conftest import (
     BIN_TAP,
     CREDENTIAL,
@@ -94,7 +94,16 @@ def test_retry_after_as_an_http_date(emulator: Emulator, caplog: pytest.LogCaptu
 
 @pytest.mark.parametrize(
     ("header", "expected"),
-    [("7", 7.0), ("0.5", 0.5), ("3600", 60.0), ("-5", 0.0), ("soon", None), (None, None)],
+    [
+        ("7", 7.0),
+        ("3600", 60.0),
+        ("Wed, 21 Oct 2015 07:28:00 GMT", 0.0),  # a date already past: retry now
+        # Not RFC 9110 delay-seconds: urllib3's parser refuses them, exponential waits apply.
+        ("0.5", None),
+        ("-5", None),
+        ("soon", None),
+        (None, None),
+    ],
 )
 def test_retry_after_parsing_is_capped(header: str | None, expected: float | None) -> None:
     response = requests.Response()

@@ -1,0 +1,263 @@
+"""The tap's settings: their schema (each default written once, here) and the checks a JSON
+schema cannot express, every problem reported as ``<setting>: <what is wrong>``.
+
+Why our own wording: ``meltano config test`` shows only the last line a plugin logs, so all
+problems go on one line, each led by the setting it is about; and a secret's value, which a
+JSON-schema message quotes, is never shown.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import typing as t
+from urllib.parse import urlsplit
+
+from singer_sdk import typing as th
+from singer_sdk.typing import DEFAULT_JSONSCHEMA_VALIDATOR
+
+from tap_accessgov.auth import AUTH_METHODS, CLIENT_ASSERTION
+from tap_accessgov.credentials import CredentialError, parse_client_id, parse_client_secret
+from tap_accessgov.timestamps import normalize_timestamp
+
+if t.TYPE_CHECKING:
+    from jsonschema import ValidationError
+
+
+def _ref(id_description: str) -> th.ObjectType:
+    return th.ObjectType(
+        th.Property("app_id", th.StringType(min_length=1), required=True, description="App id."),
+        th.Property("id", th.StringType(min_length=1), required=True, description=id_description),
+        additional_properties=False,
+    )
+
+
+CONFIG_SCHEMA = th.PropertiesList(
+    th.Property(
+        "client_id",
+        th.StringType(min_length=1),
+        required=True,
+        title="Client ID",
+        description=(
+            "API client id from the service's API settings, of the form "
+            "<random-id>@<hostname>/<use-case>. The hostname names the tenant: the token "
+            "endpoint is https://<hostname>/auth/v1/token and the API root "
+            "https://<hostname>/api/v1 (unless api_url is set)."
+        ),
+    ),
+    th.Property(
+        "client_secret",
+        th.StringType,
+        required=True,
+        secret=True,
+        title="Client secret",
+        description=(
+            "API client secret, shown once when the credential is created: "
+            "secret-token:<domain>:v1:<base64url JWK> holding an ed25519 private key. "
+            "Never logged."
+        ),
+    ),
+    th.Property(
+        "auth_method",
+        th.StringType(allowed_values=list(AUTH_METHODS)),
+        default=CLIENT_ASSERTION,
+        title="Token exchange method",
+        description=(
+            "client_assertion (default): sign a short-lived EdDSA JWT with the secret's key, so "
+            "the secret itself never leaves this machine. client_secret: send the whole secret "
+            "to the token endpoint."
+        ),
+    ),
+    th.Property(
+        "api_url",
+        th.StringType,
+        title="API URL override",
+        description=(
+            "Overrides https://<hostname> for token and API calls (proxies, private "
+            "deployments, the local emulator). Must be https, except for loopback hosts. "
+            "The assertion's aud still comes from the client id."
+        ),
+    ),
+    th.Property(
+        "start_date",
+        th.DateTimeType,
+        title="Start date",
+        description="Grant feed lower bound ('after') for the first run, when there is no state.",
+    ),
+    th.Property(
+        "end_date",
+        th.DateTimeType,
+        title="End date",
+        description="Grant feed upper bound ('before', exclusive) on every run.",
+    ),
+    th.Property(
+        "page_size",
+        th.IntegerType(minimum=10, maximum=100),
+        default=100,
+        title="Page size",
+        description="Results per page on every list and search request (10-100).",
+    ),
+    th.Property(
+        "max_concurrency",
+        th.IntegerType(minimum=1, maximum=16),
+        default=8,
+        title="Max concurrency",
+        description=(
+            "How many automation-exclusion entitlements are fetched at the same time "
+            "(1 = one after another). Output order and content do not depend on it."
+        ),
+    ),
+    th.Property(
+        "max_retries",
+        th.IntegerType(minimum=0, maximum=20),
+        default=5,
+        title="Max retries",
+        description=(
+            "Retries of a request that failed transiently (429, 5xx, dropped connection, "
+            "timeout, unreadable body) before the run fails. Waits grow exponentially "
+            "(1, 2, 4 ... 30 s) or follow the service's Retry-After (at most 60 s)."
+        ),
+    ),
+    th.Property(
+        "request_timeout",
+        th.IntegerType(minimum=1, maximum=3600),
+        default=300,
+        title="Request timeout",
+        description="Seconds to wait for a response before retrying the request.",
+    ),
+    th.Property(
+        "app_ids",
+        th.ArrayType(th.StringType(min_length=1)),
+        title="App filter",
+        description="Grant feed: only events of these apps (appRefs).",
+    ),
+    th.Property(
+        "app_entitlement_refs",
+        th.ArrayType(_ref("App entitlement id.")),
+        title="App entitlement filter",
+        description="Grant feed: only events of these app entitlements (appEntitlementRefs).",
+    ),
+    th.Property(
+        "app_user_refs",
+        th.ArrayType(_ref("App user id.")),
+        title="App user filter",
+        description="Grant feed: only events of these app users (appUserRefs).",
+    ),
+    th.Property(
+        "user_ids",
+        th.ArrayType(th.StringType(min_length=1)),
+        title="User filter",
+        description="Grant feed: only events of these users (userRefs).",
+    ),
+    th.Property(
+        "expand_mask",
+        th.ArrayType(th.StringType(min_length=1)),
+        title="Expand mask",
+        description=(
+            "Grant feed: related objects to expand (expandMask.paths, e.g. app, "
+            "app_entitlement, app_user, ticket). Each expanded object is put into the record "
+            "(app, entitlement, appUser, ticket)."
+        ),
+    ),
+    th.Property(
+        "exclusion_entitlements",
+        th.ArrayType(
+            th.ObjectType(
+                th.Property("app_id", th.StringType(min_length=1), required=True),
+                th.Property("app_entitlement_id", th.StringType(min_length=1), required=True),
+                additional_properties=False,
+            )
+        ),
+        title="Entitlements with automation exclusions",
+        description=(
+            "The app entitlements whose automation exclusions (and excluded users) are "
+            "extracted: a list of {app_id, app_entitlement_id}."
+        ),
+    ),
+).to_dict()
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _schema_problem(error: ValidationError, secrets: t.Container[str]) -> list[str]:
+    """One JSON-schema error as ``<setting path>: <what is wrong>`` lines."""
+    path = "".join(
+        f"[{part}]" if isinstance(part, int) else f".{part}" for part in error.absolute_path
+    ).lstrip(".")
+    if error.validator == "required":
+        present = t.cast("dict[str, t.Any]", error.instance)
+        required = t.cast("list[str]", error.validator_value)
+        missing = [name for name in required if name not in present]
+        return [
+            f"{path}: {name!r} is a required property" if path else f"{name}: required, but not set"
+            for name in missing
+        ]
+    if error.absolute_path and error.absolute_path[0] in secrets:
+        if error.validator == "type":
+            types = error.validator_value
+            expected = " or ".join(types) if isinstance(types, list) else str(types)
+        else:
+            expected = "valid"
+        return [f"{path}: must be a {expected} (its value is not shown)"]
+    return [f"{path}: {error.message}"]
+
+
+def schema_problems(config: t.Mapping[str, t.Any], schema: dict[str, t.Any]) -> list[str]:
+    """The settings that do not match ``schema`` (the tap's and the SDK's built-in settings)."""
+    secrets = {name for name, spec in schema["properties"].items() if spec.get("secret")}
+    validator = DEFAULT_JSONSCHEMA_VALIDATOR(schema)
+    return [
+        line
+        for error in sorted(validator.iter_errors(dict(config)), key=lambda e: list(e.path))
+        for line in _schema_problem(error, secrets)
+    ]
+
+
+def semantic_problems(config: t.Mapping[str, t.Any]) -> list[str]:
+    """Checks the JSON schema cannot express; each line names the setting, never the secret."""
+    errors: list[str] = []
+    for setting, parse in (("client_id", parse_client_id), ("client_secret", parse_client_secret)):
+        if not isinstance(config.get(setting), str):
+            continue  # missing or not a string: the schema check reports it
+        try:
+            parse(config[setting])
+        except CredentialError as exc:
+            errors.append(str(exc))
+    if isinstance(api_url := config.get("api_url"), str):
+        parts = urlsplit(api_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            errors.append("api_url: must be an absolute URL such as https://host[:port]")
+        elif parts.scheme == "http" and not _is_loopback(parts.hostname):
+            errors.append(
+                "api_url: plain http is allowed only for loopback hosts "
+                "(127.0.0.0/8, ::1, localhost), use https"
+            )
+        elif parts.query or parts.fragment:
+            errors.append("api_url: must not carry a query or fragment")
+    dates: dict[str, str] = {}
+    for setting in ("start_date", "end_date"):
+        if isinstance(value := config.get(setting), str):
+            try:
+                dates[setting] = normalize_timestamp(value)
+            except ValueError:
+                errors.append(f"{setting}: {value!r} is not an RFC 3339 date-time")
+    if len(dates) == 2 and dates["end_date"] <= dates["start_date"]:
+        errors.append("end_date: must be later than start_date")
+    seen: dict[tuple[str, str], int] = {}
+    for index, entry in enumerate(config.get("exclusion_entitlements") or []):
+        if not isinstance(entry, dict):
+            continue
+        key = (entry.get("app_id", ""), entry.get("app_entitlement_id", ""))
+        if key in seen:
+            errors.append(
+                f"exclusion_entitlements[{index}]: repeats entry [{seen[key]}] "
+                f"(app_id {key[0]}, app_entitlement_id {key[1]})"
+            )
+        seen.setdefault(key, index)
+    return errors

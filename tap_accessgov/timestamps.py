@@ -1,0 +1,35 @@
+"""The one timestamp form records and bookmarks carry: RFC 3339, UTC, 9 digits, ``Z``.
+
+The service writes 0, 3, 6 or 9 fractional digits and the SDK compares bookmarks as strings, so
+one fixed width keeps string order equal to time order without losing nanoseconds (which
+``datetime``, and so every date library, would drop).
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+
+_RFC3339 = re.compile(
+    r"^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?([Zz]|[+-]\d{2}:\d{2})$"
+)
+
+
+def normalize_timestamp(value: str) -> str:
+    """``value`` in the fixed form; ValueError if it is not a date-time.
+
+    RFC 3339 keeps every digit; other ISO 8601 forms (a date alone, a naive time, as a config
+    may hold) are read by the standard library as UTC.
+    """
+    match = _RFC3339.match(value)
+    if match is None:
+        parsed = datetime.datetime.fromisoformat(value)
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=datetime.UTC)
+        return f"{parsed.astimezone(datetime.UTC):%Y-%m-%dT%H:%M:%S}.{parsed.microsecond:06d}000Z"
+    date, time, fraction, offset = match.groups()
+    fraction = (fraction or "").ljust(9, "0")
+    if offset in ("Z", "z", "+00:00", "-00:00"):
+        return f"{date}T{time}.{fraction}Z"
+    shifted = datetime.datetime.fromisoformat(f"{date}T{time}{offset}").astimezone(datetime.UTC)
+    return f"{shifted:%Y-%m-%dT%H:%M:%S}.{fraction}Z"

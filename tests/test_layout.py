@@ -1,0 +1,46 @@
+"""The package's layout stays readable: its modules import each other without a circle
+(type-only imports included, since a reader follows those too)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "tap_accessgov"
+
+
+def imports_of(module: Path) -> set[str]:
+    """The tap_accessgov modules that ``module`` imports, wherever the import statement is."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(module.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            if node.module == "tap_accessgov":
+                found |= {alias.name for alias in node.names}
+            elif node.module.startswith("tap_accessgov."):
+                found.add(node.module.split(".")[1])
+        elif isinstance(node, ast.Import):
+            found |= {
+                alias.name.split(".")[1]
+                for alias in node.names
+                if alias.name.startswith("tap_accessgov.")
+            }
+    return found
+
+
+def test_the_package_has_no_import_circle() -> None:
+    graph = {path.stem: imports_of(path) for path in PACKAGE.glob("*.py")}
+    assert len(graph) > 5
+    done: set[str] = set()
+
+    def visit(module: str, path: list[str]) -> None:
+        if module in path:
+            cycle = [*path[path.index(module) :], module]
+            raise AssertionError("import circle: " + " -> ".join(cycle))
+        if module in done:
+            return
+        for imported in sorted(graph.get(module, ())):
+            visit(imported, [*path, module])
+        done.add(module)
+
+    for module in sorted(graph):
+        visit(module, [])
