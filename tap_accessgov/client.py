@@ -75,6 +75,10 @@ def retry_after_seconds(response: requests.Response | None) -> float | None:
     return min(max(seconds, 0.0), RETRY_AFTER_CAP)
 
 
+class RepeatedPageTokenError(FatalAPIError):
+    """The service answered a page token it had already returned: following it would loop."""
+
+
 class NextPageTokenPaginator(BaseAPIPaginator[str | None]):
     """Follows ``nextPageToken`` until it is empty or missing.
 
@@ -96,7 +100,7 @@ class NextPageTokenPaginator(BaseAPIPaginator[str | None]):
                     f"{_where(response)} returned a page token it had already returned; "
                     "stopping instead of looping forever"
                 )
-                raise FatalAPIError(msg)
+                raise RepeatedPageTokenError(msg)
             self._seen.add(token)
         return t.cast("str | None", token)
 

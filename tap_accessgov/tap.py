@@ -28,6 +28,7 @@ from tap_accessgov.auth import (
     parse_client_id,
     parse_client_secret,
 )
+from tap_accessgov.excluded_users import ExcludedUsers
 from tap_accessgov.streams import AutomationExclusionsStream, GrantFeedStream, UsersStream
 
 if t.TYPE_CHECKING:
@@ -349,8 +350,14 @@ class TapAccessGov(Tap):
             token_url=f"{self.api_url}/auth/v1/token",
         )
 
+    @cached_property
+    def excluded_users(self) -> ExcludedUsers:
+        """The users of this run's exclusion pages, shared by two streams (excluded_users.py)."""
+        return ExcludedUsers()
+
     @override
     def discover_streams(self) -> list[Stream]:
+        """In sync order: ``users`` after ``automation_exclusions``, whose users it emits."""
         return [GrantFeedStream(self), AutomationExclusionsStream(self), UsersStream(self)]
 
 

@@ -322,9 +322,13 @@ def test_deselected_property_is_not_emitted() -> None:
     assert "automation_exclusions" not in result.records
 
 
-def test_concurrency_changes_nothing_in_the_output() -> None:
+@pytest.mark.parametrize(
+    "selected",
+    [{"automation_exclusions": None, "users": None}, {"users": None}],
+    ids=["both", "users-only"],
+)
+def test_concurrency_changes_nothing_in_the_output(selected: dict) -> None:
     emulator = shared_emulator()
-    selected = {"automation_exclusions": None, "users": None}
     outputs = []
     for workers in (1, 8):
         config = {**emulator.tap_config(), "max_concurrency": workers}
@@ -337,7 +341,7 @@ def test_concurrency_changes_nothing_in_the_output() -> None:
             ]
         )
     assert outputs[0] == outputs[1]
-    assert len(outputs[0]) > 1000
+    assert len(outputs[0]) > (1000 if "automation_exclusions" in selected else 200)
 
 
 @pytest.mark.parametrize("workers", [1, 8])
@@ -375,7 +379,7 @@ def test_each_stream_says_how_many_records_it_extracted(
     with caplog.at_level(logging.INFO):
         result = sync(emulator.tap_config())
     messages = [r.getMessage() for r in caplog.records]
-    for stream in ("grant_feed", "automation_exclusions"):
+    for stream in ("grant_feed", "automation_exclusions", "users"):
         total = f"{len(result.records[stream]):,}"
         assert sum(m.startswith(f"{stream}: {total} records in ") for m in messages) == 1
 
@@ -422,3 +426,63 @@ def test_stream_maps_and_flattening_apply_to_the_tap_output(full_sync: SyncResul
         for user_id, email in emails.items()
     }
     assert mapped.counts()["automation_exclusions"] == full_sync.counts()["automation_exclusions"]
+
+
+def distinct_excluded_users(emulator: Emulator) -> dict[str, dict]:
+    """Every distinct user of the service's exclusion entries, by id (ground truth)."""
+    dataset = emulator.dataset
+    return {
+        entry["user"]["id"]: entry["user"]
+        for app_id, entitlement_id in dataset.exclusion_entitlements
+        for entry in dataset.exclusion_entries(app_id, entitlement_id)
+    }
+
+
+def test_users_survive_a_filter_on_automation_exclusions_and_maps_on_users_apply() -> None:
+    """A ``__filter__`` dropping the first exclusion row of every entitlement (which once
+    carried its page's users into the child stream) loses no user; a map on ``users``
+    still applies to ``users``."""
+    emulator = shared_emulator()
+    dataset = emulator.dataset
+    first_rows = [
+        f"{app_id}/{entitlement_id}/{entries[0]['user']['id']}"
+        for app_id, entitlement_id in dataset.exclusion_entitlements
+        if (entries := dataset.exclusion_entries(app_id, entitlement_id))
+    ]
+    config = {
+        **emulator.tap_config(),
+        "stream_map_config": {"first_rows": first_rows},
+        "stream_maps": {
+            "automation_exclusions": {
+                "__filter__": "appId + '/' + appEntitlementId + '/' + userId "
+                "not in config['first_rows']"
+            },
+            "users": {"email": "md5(record['email']) if record.get('email') else None"},
+        },
+    }
+    for workers in (1, 8):
+        result = sync({**config, "max_concurrency": workers})
+        kept = {
+            f"{r['appId']}/{r['appEntitlementId']}/{r['userId']}"
+            for r in result.records["automation_exclusions"]
+        }
+        assert len(first_rows) > 5
+        assert not kept & set(first_rows), "the filter applies to automation_exclusions"
+        truth = distinct_excluded_users(emulator)
+        users = result.records["users"]
+        assert sorted(u["id"] for u in users) == sorted(truth)
+        for user in users:
+            email = truth[user["id"]].get("email")
+            assert user["email"] == (hashlib.md5(email.encode()).hexdigest() if email else None)
+
+
+@pytest.mark.parametrize(
+    "selected",
+    [("automation_exclusions", "users"), ("users",)],
+)
+def test_one_users_schema_per_run(emulator: Emulator, selected: tuple[str, ...]) -> None:
+    config = emulator.tap_config()
+    result = sync(config, catalog=catalog_selecting(config, dict.fromkeys(selected)))
+    schemas = [m for m in result.messages if m["type"] == "SCHEMA" and m["stream"] == "users"]
+    assert len(schemas) == 1
+    assert len(result.records["users"]) == len(distinct_excluded_users(emulator))
