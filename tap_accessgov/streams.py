@@ -14,6 +14,7 @@ from typing_extensions import override
 from tap_accessgov import schemas
 from tap_accessgov.client import (
     AccessGovStream,
+    DryRunLimit,
     ProgressCounter,
     RepeatedPageTokenError,
     page_body,
@@ -225,7 +226,7 @@ class AutomationExclusionsStream(AccessGovStream):
                 records = self._prefetcher_from(context, workers).take(context)
             else:
                 records = self._read_partition(context)
-            for record in records:
+            for record in self.dry_run_limit.apply(records):
                 excluded_users.add(record.pop(_USER))
                 yield record
         except EntitlementNotFoundError as exc:
@@ -236,12 +237,18 @@ class AutomationExclusionsStream(AccessGovStream):
                 exc,
             )
         except BaseException:
-            if self._prefetcher is not None:
-                self._prefetcher.close()
+            self.stop_prefetching()
             raise
         excluded_users.mark_read(partition_key(context))
 
-    def _read_partition(self, context: Context) -> t.Iterator[dict[str, t.Any]]:
+    def stop_prefetching(self) -> None:
+        """Cancel the fetches running ahead (see prefetch.py); they end at their next record."""
+        if self._prefetcher is not None:
+            self._prefetcher.close()
+
+    def _read_partition(
+        self, context: Context, stopped: t.Callable[[], bool] = lambda: False
+    ) -> t.Iterator[dict[str, t.Any]]:
         """Every exclusion of one entitlement, once.
 
         The operation declares no paging parameters, and a gateway that ignores undeclared
@@ -252,6 +259,8 @@ class AutomationExclusionsStream(AccessGovStream):
         seen: set[str] = set()
         try:
             for record in self.request_records(context):
+                if stopped():
+                    return
                 if record["userId"] not in seen:
                     seen.add(record["userId"])
                     yield record
@@ -271,7 +280,9 @@ class AutomationExclusionsStream(AccessGovStream):
             start = partitions.index(dict(context)) if dict(context) in partitions else 0
             self.requests_session  # noqa: B018  (create the shared session before the threads)
             self._prefetcher = PartitionPrefetcher(
-                lambda ctx: list(self._read_partition(ctx)), partitions[start:], workers
+                lambda ctx, stopped: list(self._read_partition(ctx, stopped)),
+                partitions[start:],
+                workers,
             )
         return self._prefetcher
 
@@ -325,9 +336,13 @@ class UsersStream(Stream):
         super().__init__(*args, **kwargs)
         self._known_fields = frozenset(self.schema["properties"])
         self._reported_fields: set[str] = set()
+        self.dry_run_limit = DryRunLimit(self)
 
     @override
     def get_records(self, context: Context | None) -> t.Iterable[dict[str, t.Any]]:
+        return self.dry_run_limit.apply(self._excluded_users())
+
+    def _excluded_users(self) -> t.Iterator[dict[str, t.Any]]:
         excluded_users: ExcludedUsers = self._tap.excluded_users
         exclusions = self._tap.streams[AutomationExclusionsStream.name]
         emitted = 0

@@ -3,18 +3,26 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import datetime
+import difflib
 import ipaddress
+import json
+import os
 import re
 import sys
 import typing as t
 from functools import cached_property
+from pathlib import Path
 from urllib.parse import urlsplit
 
+import click
 from singer_sdk import Tap
 from singer_sdk import typing as th
 from singer_sdk.contrib.msgspec import MsgSpecWriter
 from singer_sdk.exceptions import ConfigValidationError, FatalAPIError
+from singer_sdk.singerlib import StateMessage
+from singer_sdk.tap_base import CliTestOptionValue
 from typing_extensions import override
 
 from tap_accessgov.auth import (
@@ -32,7 +40,7 @@ from tap_accessgov.excluded_users import ExcludedUsers
 from tap_accessgov.streams import AutomationExclusionsStream, GrantFeedStream, UsersStream
 
 if t.TYPE_CHECKING:
-    import click
+    from singer_sdk.singerlib import Message
     from singer_sdk.streams import Stream
 
 DEFAULT_PAGE_SIZE = 100
@@ -271,18 +279,92 @@ def settings_errors(config: t.Mapping[str, t.Any]) -> list[str]:
     return errors
 
 
+def unknown_settings(config: t.Mapping[str, t.Any], known: t.Collection[str]) -> list[str]:
+    """One warning per setting the tap (and the SDK's own settings) does not know, naming the
+    closest known one: a warning, not an error, as Meltano and stream maps may pass extra keys."""
+    warnings = []
+    for key in sorted(set(config) - set(known)):
+        message = f"Unknown setting {key!r} is ignored"
+        if close := difflib.get_close_matches(key, known, n=1):
+            message += f"; did you mean {close[0]!r}?"
+        warnings.append(message)
+    return warnings
+
+
+class InputFileError(Exception):
+    """A --config, --state or --catalog file that cannot be read as a JSON object."""
+
+
+def read_json_object(text: str, what: str, name: str) -> dict[str, t.Any]:
+    """The JSON object in ``text``, or an InputFileError naming the file and the problem."""
+    if not text.strip():
+        msg = f"{what} file {name}: is empty"
+        raise InputFileError(msg)
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        msg = f"{what} file {name}: is not JSON ({exc})"
+        raise InputFileError(msg) from None
+    if not isinstance(value, dict):
+        msg = f"{what} file {name}: is not a JSON object"
+        raise InputFileError(msg)
+    return value
+
+
+def read_json_file(path: str, what: str) -> dict[str, t.Any]:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        msg = f"{what} file {path}: not found"
+        raise InputFileError(msg) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        problem = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        msg = f"{what} file {path}: cannot be read ({problem})"
+        raise InputFileError(msg) from None
+    return read_json_object(text, what, path)
+
+
+class OutputClosedError(BaseException):
+    """The process reading the tap's output (the loader) stopped reading.
+
+    A BaseException, like KeyboardInterrupt, so that it goes through the SDK's ``except
+    Exception`` handlers, which would log it as an "unhandled error" of whichever stream was
+    writing, straight to the one line ``invoke`` prints.
+    """
+
+
+class OutputWriter(MsgSpecWriter):
+    """The SDK's msgspec writer (several times faster than simplejson), which reports a closed
+    output as OutputClosedError."""
+
+    @override
+    def write_message(self, message: Message) -> None:
+        try:
+            super().write_message(message)
+        except BrokenPipeError:
+            raise OutputClosedError from None
+
+
 class TapAccessGov(Tap):
     """Singer tap for the access-governance service's grant feed and automation exclusions."""
 
     name = "tap-accessgov"
     config_jsonschema = CONFIG_SCHEMA
-    # msgspec serialises a record several times faster than the default simplejson writer.
-    message_writer_class = MsgSpecWriter
+    message_writer_class = OutputWriter
 
     def __init__(self, *args: t.Any, **kwargs: t.Any) -> None:
         super().__init__(*args, **kwargs)
         if isinstance(secret := self._config.get("client_secret"), str):
             self._config["client_secret"] = RedactedStr(secret)
+        for warning in unknown_settings(self.config, self.known_settings()):
+            self.logger.warning(warning)
+
+    @classmethod
+    def known_settings(cls) -> set[str]:
+        """The tap's settings and those the SDK adds (stream maps, flattening, batch...)."""
+        schema = copy.deepcopy(cls.config_jsonschema)
+        cls.append_builtin_config(schema)
+        return set(schema["properties"])
 
     @override
     def _validate_config(self, *, raise_errors: bool = True) -> list[str]:
@@ -304,31 +386,109 @@ class TapAccessGov(Tap):
     @classmethod
     @contextlib.contextmanager
     def _failing_in_one_line(cls) -> t.Iterator[None]:
-        """A failure the tap explains (bad config, authentication, an API error after
-        retries) ends in one line naming what is wrong, exit code 1; the traceback is at DEBUG."""
+        """A failure the tap explains (bad config or input file, authentication, an API error
+        after retries, a loader that stopped reading) ends in one line naming what is wrong,
+        exit code 1; the traceback is at DEBUG."""
         try:
             yield
         except ConfigValidationError as exc:
             # One line, so that `meltano config test`, which shows the last one, shows all.
             cls.logger.error("Config validation failed: %s", "; ".join(exc.errors))
             sys.exit(1)
+        except InputFileError as exc:
+            cls.logger.error("%s", exc)
+            sys.exit(1)
         except (AuthenticationError, FatalAPIError) as exc:
             cls.logger.debug("Run failed", exc_info=True)
             cls.logger.error("Run failed: %s", exc)
             sys.exit(1)
+        except OutputClosedError:
+            # Nothing more can be written; without this, Python reports the unflushed stdout
+            # once more at exit.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            cls.logger.error(
+                "The output was closed: the loader reading this tap's output stopped reading "
+                "(see its own log for why). Stopping."
+            )
+            sys.exit(1)
 
     @classmethod
     @override
-    def invoke(cls, **kwargs: t.Any) -> None:
+    def invoke(  # type: ignore[override]
+        cls,
+        *,
+        about: bool = False,
+        about_format: str | None = None,
+        config: t.Any = None,
+        state: t.IO[str] | None = None,
+        catalog: t.IO[str] | None = None,
+    ) -> None:
+        """The SDK's ``Tap.invoke`` (singer-sdk 0.54), plus: input files that are not JSON
+        objects fail in one line, and a successful run ends with a STATE message holding the
+        whole state. The SDK writes a STATE only when it changed, so a run with nothing new
+        ended on a RECORD and a target that echoes the last STATE it saw (target-jsonl) wrote
+        no state at all. ``sync_all`` is final and the SDK's ``invoke`` does not hand the tap
+        back, hence this copy of its few lines."""
+        if about:
+            cls.print_about(about_format)
+            sys.exit(0)
         with cls._failing_in_one_line():
-            super().invoke(**kwargs)
+            cls.print_version(print_fn=cls.logger.info)
+            tap = cls(
+                config=config.config if config is not None else {},
+                state=None
+                if state is None
+                else read_json_object(state.read(), "state", state.name),
+                catalog=None
+                if catalog is None
+                else read_json_object(catalog.read(), "catalog", catalog.name),
+                parse_env_config=config.parse_env if config is not None else False,
+                validate_config=True,
+            )
+            try:
+                tap.sync_all()
+            finally:
+                tap.stop_workers()
+            tap.write_message(StateMessage(value=tap.state))
+
+    @classmethod
+    @override
+    def cb_config(cls, ctx: click.Context, param: click.Option, value: tuple[str, ...]) -> t.Any:
+        """``--config FILE``: a missing file or one that is not a JSON object fails in one line
+        naming it (the SDK prints a traceback)."""
+        with cls._failing_in_one_line():
+            for path in value:
+                if path != "ENV":
+                    read_json_file(path, "config")
+        return super().cb_config(ctx, param, value)
 
     @classmethod
     @override
     def cb_test(cls, ctx: click.Context, param: click.Option, value: str) -> None:
-        """``--test``: click runs it before the command, outside the SDK's error handling."""
+        """``--test``: click runs it before the command, outside the SDK's error handling.
+        On success it says so in one line."""
         with cls._failing_in_one_line():
-            super().cb_test(ctx, param, value)
+            try:
+                super().cb_test(ctx, param, value)
+            except click.exceptions.Exit as done:
+                if done.exit_code == 0 and value == CliTestOptionValue.All.value:
+                    cls.logger.info(
+                        "Connection test passed: an access token was obtained and each stream "
+                        "answered (%s)",
+                        ", ".join(cls.stream_names()),
+                    )
+                raise
+
+    @classmethod
+    def stream_names(cls) -> list[str]:
+        # `name` is a class attribute of each stream; the SDK declares it per instance.
+        return [stream.name for stream in STREAM_TYPES]  # type: ignore[misc]
+
+    def stop_workers(self) -> None:
+        """Stop background fetches (a failed or interrupted run must not wait for them)."""
+        for stream in self.streams.values():
+            if isinstance(stream, AutomationExclusionsStream):
+                stream.stop_prefetching()
 
     @cached_property
     def client_id(self) -> ClientId:
@@ -358,7 +518,10 @@ class TapAccessGov(Tap):
     @override
     def discover_streams(self) -> list[Stream]:
         """In sync order: ``users`` after ``automation_exclusions``, whose users it emits."""
-        return [GrantFeedStream(self), AutomationExclusionsStream(self), UsersStream(self)]
+        return [stream_type(self) for stream_type in STREAM_TYPES]
+
+
+STREAM_TYPES: tuple[type[Stream], ...] = (GrantFeedStream, AutomationExclusionsStream, UsersStream)
 
 
 if __name__ == "__main__":
