@@ -179,9 +179,11 @@ CONFIG_SCHEMA = th.PropertiesList(
         th.ArrayType(th.StringType(min_length=1)),
         title="Expand mask",
         description=(
-            "Grant feed: related objects to expand (expandMask.paths, e.g. app, "
-            "app_entitlement, app_user, ticket). Each expanded object is put into the record "
-            "(app, entitlement, appUser, ticket)."
+            "Grant feed: related objects to expand (expandMask.paths). The service does not "
+            'document its paths: ["*"] (everything) is the one value known to work '
+            "everywhere; any other path is passed to the service unchecked, as the service's "
+            "own field name (likely app_id, app_entitlement_id, app_user_id, ticket_id). Each "
+            "expanded object is put into the record (app, entitlement, appUser, ticket)."
         ),
     ),
     th.Property(

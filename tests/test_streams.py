@@ -8,6 +8,7 @@ import math
 from collections import Counter
 
 import pytest
+import requests
 from singer_sdk.exceptions import FatalAPIError
 
 from emulator import Emulator
@@ -187,7 +188,7 @@ def test_expand_mask_puts_the_related_objects_into_each_record() -> None:
     emulator = shared_emulator()
     config = {
         **emulator.tap_config(),
-        "expand_mask": ["app", "app_entitlement", "app_user", "ticket"],
+        "expand_mask": ["app_id", "app_entitlement_id", "app_user_id", "ticket_id"],
         "app_ids": emulator.dataset.apps[:1],
     }
     result = sync(config, catalog=catalog_selecting(config, {"grant_feed": None}))
@@ -486,3 +487,53 @@ def test_one_users_schema_per_run(emulator: Emulator, selected: tuple[str, ...])
     schemas = [m for m in result.messages if m["type"] == "SCHEMA" and m["stream"] == "users"]
     assert len(schemas) == 1
     assert len(result.records["users"]) == len(distinct_excluded_users(emulator))
+
+
+def test_a_gateway_ignoring_the_exclusions_page_token_costs_a_warning_not_the_run(
+    emulator: Emulator, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Each entitlement keeps its first page (no record twice), is named in a warning, and
+    the others are still extracted."""
+    emulator.exclusions_ignore_page_token = True
+    dataset = emulator.dataset
+    config = {**emulator.tap_config(), "max_concurrency": 4}
+    with caplog.at_level(logging.WARNING):
+        result = sync(
+            config,
+            catalog=catalog_selecting(config, {"automation_exclusions": None, "users": None}),
+        )
+    expected, paged = Counter(), []
+    for app_id, entitlement_id in dataset.exclusion_entitlements:
+        entries = dataset.exclusion_entries(app_id, entitlement_id)
+        if len(entries) > 25:
+            paged.append((app_id, entitlement_id))
+        for entry in entries[:25]:  # the first page, at the service's default page size
+            expected[(app_id, entitlement_id, entry["user"]["id"])] += 1
+    got = Counter(
+        (r["appId"], r["appEntitlementId"], r["userId"])
+        for r in result.records["automation_exclusions"]
+    )
+    assert got == expected
+    assert 0 < len(paged) < len(dataset.exclusion_entitlements)
+    warnings = [r.getMessage() for r in caplog.records if "already returned" in r.getMessage()]
+    assert sorted(warnings) == sorted(
+        f"App entitlement {entitlement_id} of app {app_id}: the service answered a page token "
+        "with a token it had already returned (it may ignore page_token on this endpoint); "
+        "keeping the 25 exclusions read so far and going on with the other entitlements"
+        for app_id, entitlement_id in paged
+    )
+    assert sorted(u["id"] for u in result.records["users"]) == sorted({k[2] for k in expected})
+
+
+def test_a_repeated_grant_feed_page_token_still_fails_the_run(emulator: Emulator) -> None:
+    """On the feed, which declares its paging, a repeated token means a broken cursor."""
+    from tap_accessgov.client import NextPageTokenPaginator
+
+    paginator = NextPageTokenPaginator()
+    page = requests.Response()
+    page.status_code = 200
+    page._content = b'{"list": [], "nextPageToken": "t1"}'
+    page.request = requests.Request("POST", emulator.url + "/api/v1/grants/feed").prepare()
+    assert paginator.get_next(page) == "t1"
+    with pytest.raises(FatalAPIError, match="returned a page token it had already returned"):
+        paginator.get_next(page)
