@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
+import json
 import logging
 import math
 from collections import Counter
@@ -13,7 +16,16 @@ from singer_sdk.exceptions import FatalAPIError
 
 from emulator import Emulator
 from tap_accessgov.client import ProgressCounter
-from tests.conftest import SyncResult, catalog_selecting, ns, shared_emulator, sync
+from tap_accessgov.tap import TapAccessGov
+from tests.conftest import (
+    ROOT,
+    SyncResult,
+    catalog_selecting,
+    ns,
+    parse_singer,
+    shared_emulator,
+    sync,
+)
 
 KNOWN_STATUSES = {"UNKNOWN", "ENABLED", "DISABLED", "DELETED"}
 KNOWN_EVENT_TYPES = {
@@ -537,3 +549,52 @@ def test_a_repeated_grant_feed_page_token_still_fails_the_run(emulator: Emulator
     assert paginator.get_next(page) == "t1"
     with pytest.raises(FatalAPIError, match="returned a page token it had already returned"):
         paginator.get_next(page)
+
+
+def readme_pseudonymisation_example() -> dict:
+    """The stream-maps settings of README.md's pseudonymisation example, as written."""
+    readme = (ROOT / "README.md").read_text()
+    marker = readme.index("<!-- pseudonymisation example:")
+    block = readme[marker:].split("```json\n", 1)[1].split("```", 1)[0]
+    return json.loads("{" + block + "}")
+
+
+def test_the_readme_pseudonymisation_example_leaves_no_personal_value_in_clear() -> None:
+    from tests.test_privacy import PERSONAL_FIELDS, found_in, personal_values
+
+    emulator = shared_emulator()
+    settings = readme_pseudonymisation_example()
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+    with contextlib.redirect_stdout(out):
+        TapAccessGov(config={**emulator.tap_config(), **settings}).sync_all()
+    out.flush()
+    text = out.buffer.getvalue().decode()  # type: ignore[attr-defined]
+    result = parse_singer(text)
+    truth = distinct_excluded_users(emulator)
+    values = set().union(*(personal_values(user) for user in truth.values()))
+    # A *Sources entry repeats a value of its user; those of the fields the example keeps
+    # (ids, department, job title, statuses) are not personal values and stay in clear.
+    kept = {
+        value
+        for user in truth.values()
+        for name, field in user.items()
+        if name not in PERSONAL_FIELDS and not name.endswith("Sources")
+        for value in (
+            [field] if isinstance(field, str) else field if isinstance(field, list) else []
+        )
+    }
+    values -= kept
+    assert len(values) > 500
+    assert not found_in(text, values)
+    users = {u["id"]: u for u in result.records["users"]}
+    assert set(users) == set(truth)
+    for user_id, user in users.items():
+        email = truth[user_id].get("email")
+        assert user["email"] == (hashlib.sha256(email.encode()).hexdigest() if email else None)
+        emails = json.loads(user["emails"])  # flattening writes arrays as JSON text
+        assert emails == [
+            hashlib.sha256(e.encode()).hexdigest() for e in truth[user_id].get("emails") or []
+        ]
+        assert "profile" not in user
+        assert not [name for name in user if name.endswith("Sources")]
+    assert "profile" not in result.schemas["users"]["properties"]
