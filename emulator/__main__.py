@@ -38,6 +38,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--span-days", type=int, default=180, help="days covered by the initial feed")
     p.add_argument("--token-lifetime", type=int, default=600, help="access token seconds")
     p.add_argument("--latency", type=float, default=0.0, help="seconds added to /api/ answers")
+    p.add_argument(
+        "--exclusions-ignore-page-token",
+        action="store_true",
+        help="answer every exclusions request with the first page and the same token, like a "
+        "gateway ignoring undeclared query parameters",
+    )
     p.add_argument("--credential-seed", type=int, default=7)
     p.add_argument("--tenant", default="acme.accessgov.test")
     p.add_argument("--write-config", metavar="PATH", help="write a tap config JSON here")
@@ -64,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         token_lifetime=args.token_lifetime,
         port=args.port,
         latency=args.latency,
+        exclusions_ignore_page_token=args.exclusions_ignore_page_token,
     )
     stop = threading.Event()
 

@@ -35,6 +35,7 @@ class Emulator:
         port: int = 0,
         latency: float = 0.0,
         tls: ssl.SSLContext | None = None,
+        exclusions_ignore_page_token: bool = False,
     ) -> None:
         self.dataset = dataset if dataset is not None else Dataset()
         self.credential = credential if credential is not None else make_credential()
@@ -46,6 +47,9 @@ class Emulator:
         self.latency = latency
         self._port = port
         self._tls = tls  # serve https with this context (see emulator/tls.py)
+        # Answer every exclusions request with the first page and the same token, like a
+        # gateway ignoring query parameters the operation does not declare.
+        self.exclusions_ignore_page_token = exclusions_ignore_page_token
         self._server: EmulatorServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -180,7 +184,15 @@ class Emulator:
                 self.latency = float(args["latency"])
             if "token_lifetime" in args:
                 self.token_lifetime = int(args["token_lifetime"])
-            return {"latency": self.latency, "token_lifetime": self.token_lifetime}
+            if "exclusions_ignore_page_token" in args:
+                if not isinstance(flag := args["exclusions_ignore_page_token"], bool):
+                    raise ValueError("exclusions_ignore_page_token must be true or false")
+                self.exclusions_ignore_page_token = flag
+            return {
+                "latency": self.latency,
+                "token_lifetime": self.token_lifetime,
+                "exclusions_ignore_page_token": self.exclusions_ignore_page_token,
+            }
         elif args.get("clear"):
             self.faults.clear()
         elif "random" in args:

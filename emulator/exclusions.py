@@ -22,8 +22,19 @@ QUERY = {
 
 
 def list_automation_exclusions(
-    ds: Dataset, tokens: PageTokens, app_id: str, entitlement_id: str, query: dict[str, list[str]]
+    ds: Dataset,
+    tokens: PageTokens,
+    app_id: str,
+    entitlement_id: str,
+    query: dict[str, list[str]],
+    ignore_paging: bool = False,
 ) -> dict[str, Any]:
+    """One page of exclusions. With ``ignore_paging`` the paging parameters are ignored, as a
+    gateway does with query parameters the operation does not declare (the published
+    description of this operation declares none): every request gets the first page and the
+    same ``nextPageToken``."""
+    if ignore_paging:
+        query = {key: values for key, values in query.items() if key not in QUERY}
     params: dict[str, str] = {}
     for key, values in query.items():
         name = QUERY.get(key)

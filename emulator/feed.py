@@ -29,7 +29,9 @@ FIELDS = {
 }
 REF = {"id": "id"}
 SCOPED_REF = {"appId": "app_id", "id": "id"}
-EXPAND_PATHS = ("app", "app_entitlement", "app_user", "ticket")
+# expandMask.paths the service accepts: `*`, or the id fields naming each related object (as on
+# its other endpoints); any other path is a 400.
+EXPAND_PATHS = ("app_id", "app_entitlement_id", "app_user_id", "ticket_id")
 SCAN_BUDGET = 250_000  # events examined per page before answering a short page with a token
 
 
@@ -151,14 +153,14 @@ def _expand(
     entries = []
     for e in events:
         entry: dict[str, Any] = {}
-        if "app" in paths:
+        if "app_id" in paths:
             entry["appPath"] = point(("app", e.app), ds.expanded_app)
-        if "app_user" in paths:
+        if "app_user_id" in paths:
             entry["appUserPath"] = point(("app_user", e.app, e.user), ds.expanded_app_user)
-        if "app_entitlement" in paths:
+        if "app_entitlement_id" in paths:
             key = ("entitlement", e.app, e.entitlement)
             entry["entitlementPath"] = point(key, ds.expanded_entitlement)
-        if "ticket" in paths and e.ticket >= 0:
+        if "ticket_id" in paths and e.ticket >= 0:
             entry["ticketPath"] = point(("ticket", e.ticket), ds.expanded_ticket)
         entry["feed"] = ds.feed_object(e)
         entries.append(entry)

@@ -248,7 +248,12 @@ class _Handler(BaseHTTPRequestHandler):
                 raise method_not_allowed("GET")
             app_id, entitlement_id = unquote(match.group(1)), unquote(match.group(2))
             result = list_automation_exclusions(
-                emu.dataset, emu.page_tokens, app_id, entitlement_id, query
+                emu.dataset,
+                emu.page_tokens,
+                app_id,
+                entitlement_id,
+                query,
+                ignore_paging=emu.exclusions_ignore_page_token,
             )
         else:
             raise ApiError(404, NOT_FOUND, "not found")

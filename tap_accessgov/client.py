@@ -13,19 +13,26 @@ import time
 import typing as t
 import weakref
 
+import backoff
 import requests
 from singer_sdk import metrics
 from singer_sdk.exceptions import FatalAPIError, RetriableAPIError
 from singer_sdk.pagination import BaseAPIPaginator
-from singer_sdk.streams import RESTStream
+from singer_sdk.streams import RESTStream, Stream
 from typing_extensions import override
 
-from tap_accessgov.errors import exponential_waits, retry_after_seconds, service_message
+from tap_accessgov.errors import (
+    RETRIED_ERRORS,
+    exponential_waits,
+    retry_after_seconds,
+    service_message,
+)
 
 if t.TYPE_CHECKING:
     from types import TracebackType
 
     from singer_sdk import Tap
+    from singer_sdk.helpers.types import Context
 
     from tap_accessgov.auth import AccessGovAuthenticator
 
@@ -58,6 +65,15 @@ def _where(response: requests.Response) -> str:
     return f"{request.method} {path}"
 
 
+def _failed(request: requests.PreparedRequest, exc: BaseException | None) -> str:
+    path = (request.path_url or "").split("?", 1)[0]
+    return f"{request.method} {path} failed: {type(exc).__name__}"
+
+
+class RepeatedPageTokenError(FatalAPIError):
+    """The service answered a page token it had already returned: following it would loop."""
+
+
 class NextPageTokenPaginator(BaseAPIPaginator[str | None]):
     """Follows ``nextPageToken`` until it is empty or missing.
 
@@ -79,13 +95,42 @@ class NextPageTokenPaginator(BaseAPIPaginator[str | None]):
                     f"{_where(response)} returned a page token it had already returned; "
                     "stopping instead of looping forever"
                 )
-                raise FatalAPIError(msg)
+                raise RepeatedPageTokenError(msg)
             self._seen.add(token)
         return t.cast("str | None", token)
 
     @override
     def continue_if_empty(self, response: requests.Response) -> bool:
         return bool(page_body(response).get("nextPageToken"))
+
+
+class DryRunLimit:
+    """``--test`` syncs each stream with the SDK's ``ABORT_AT_RECORD_COUNT`` (1) set, and the SDK
+    stops a stream that reaches it by raising, which it logs as "An unhandled error occurred"
+    at ERROR although the test passed. A stream that ends by itself at the limit never
+    reaches that abort."""
+
+    def __init__(self, stream: Stream) -> None:
+        self._stream = stream
+        self._emitted = 0
+
+    def apply(self, records: t.Iterable[dict[str, t.Any]]) -> t.Iterator[dict[str, t.Any]]:
+        limit = self._stream.ABORT_AT_RECORD_COUNT
+        if limit is None:
+            yield from records
+            return
+        iterator = iter(records)
+        try:
+            while self._emitted < limit:
+                try:
+                    record = next(iterator)
+                except StopIteration:
+                    return
+                self._emitted += 1
+                yield record
+        finally:
+            if isinstance(iterator, t.Generator):
+                iterator.close()
 
 
 class ProgressCounter(metrics.Counter):
@@ -162,6 +207,11 @@ class AccessGovStream(RESTStream[str | None]):
         # the client id is valid.
         session = self.requests_session
         session.verify = session.merge_environment_settings("", {}, None, None, None)["verify"]
+        self.dry_run_limit = DryRunLimit(self)
+
+    @override
+    def get_records(self, context: Context | None) -> t.Iterable[dict[str, t.Any]]:
+        return self.dry_run_limit.apply(super().get_records(context))
 
     @property
     @override
@@ -194,8 +244,22 @@ class AccessGovStream(RESTStream[str | None]):
 
     @override
     def request_decorator(self, func: t.Callable[..., t.Any]) -> t.Callable[..., t.Any]:
-        """The SDK's retries, then one clear fatal error naming the call and what failed last."""
-        retried = super().request_decorator(func)
+        """The SDK's retry policy through its hooks (backoff_wait_generator, backoff_max_tries,
+        backoff_jitter, backoff_handler), then one clear fatal error naming the call and what
+        failed last.
+
+        Built here rather than by the SDK's own decorator, which also hands backoff the
+        stream's logger: backoff then logs every retry a second time and the give-up at
+        ERROR, next to the SDK handler's ERROR line with a Python repr of the call.
+        """
+        retried = backoff.on_exception(
+            self.backoff_wait_generator,
+            RETRIED_ERRORS,
+            max_tries=self.backoff_max_tries,
+            on_backoff=self.backoff_handler,
+            jitter=self.backoff_jitter,
+            logger=None,
+        )(func)
         tries = self.backoff_max_tries()
 
         def request(prepared_request: requests.PreparedRequest, context: t.Any) -> t.Any:
@@ -204,15 +268,33 @@ class AccessGovStream(RESTStream[str | None]):
             except RetriableAPIError as exc:
                 msg = f"{exc} (gave up after {tries} attempts)"
                 raise FatalAPIError(msg) from exc
-            except (requests.ConnectionError, requests.Timeout, ConnectionResetError) as exc:
-                path = (prepared_request.path_url or "").split("?", 1)[0]
-                msg = (
-                    f"{prepared_request.method} {path} failed: {type(exc).__name__} "
-                    f"(gave up after {tries} attempts)"
-                )
+            except RETRIED_ERRORS as exc:
+                msg = f"{_failed(prepared_request, exc)} (gave up after {tries} attempts)"
                 raise FatalAPIError(msg) from exc
 
         return request
+
+    @override
+    def backoff_handler(self, details: t.Any) -> None:
+        """One WARNING per retry: the call, what failed, the wait and which attempt it was."""
+        exc = details.get("exception")
+        prepared: requests.PreparedRequest = details["args"][0]
+        response: requests.Response | None = getattr(exc, "response", None)
+        what = str(exc) if isinstance(exc, RetriableAPIError) else _failed(prepared, exc)
+        asked = (
+            response is not None
+            and response.status_code != 401
+            and retry_after_seconds(response) is not None
+        )
+        why = " as its Retry-After asks" if asked else ""
+        self.logger.warning(
+            "%s; retrying in %.1f s%s (attempt %d of %d)",
+            what,
+            details["wait"],
+            why,
+            details["tries"],
+            self.backoff_max_tries(),
+        )
 
     @override
     def get_record_counter(
@@ -266,12 +348,6 @@ class AccessGovStream(RESTStream[str | None]):
             if response is not None and response.status_code == 401:
                 return 0.0
             if (retry_after := retry_after_seconds(response)) is not None:
-                self.logger.warning(
-                    "%s answered %s; waiting %.1f s as its Retry-After asks",
-                    _where(t.cast("requests.Response", response)),
-                    t.cast("requests.Response", response).status_code,
-                    retry_after,
-                )
                 return retry_after
             return next(exponential)
 

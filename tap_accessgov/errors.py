@@ -10,6 +10,7 @@ import typing as t
 import backoff
 import requests
 import urllib3
+from singer_sdk.exceptions import RetriableAPIError
 from urllib3.exceptions import InvalidHeader
 
 # The vendor's own clients retry these, honour Retry-After and cap their waits around 30 s.
@@ -17,6 +18,15 @@ RETRY_STATUSES = frozenset({429, *range(500, 600)})
 BACKOFF_CAP = 30.0  # seconds: exponential waits 1, 2, 4 ... stop growing here
 RETRY_AFTER_CAP = 60.0  # seconds: the longest Retry-After the tap honours as asked
 TOKEN_MAX_TRIES = 5
+# What an API call is retried on: the SDK's RESTStream.request_decorator list (singer-sdk 0.54).
+RETRIED_ERRORS = (
+    ConnectionResetError,
+    RetriableAPIError,
+    requests.exceptions.Timeout,
+    requests.exceptions.ConnectionError,
+    requests.exceptions.ChunkedEncodingError,
+    requests.exceptions.ContentDecodingError,
+)
 _RETRY_AFTER = urllib3.Retry()  # only its parser is used
 
 

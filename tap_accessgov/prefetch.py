@@ -22,11 +22,15 @@ def _key(context: Context) -> tuple[tuple[str, t.Any], ...]:
 
 
 class PartitionPrefetcher:
-    """Keeps up to ``2 x workers`` partitions in flight ahead of the one being consumed."""
+    """Keeps up to ``2 x workers`` partitions in flight ahead of the one being consumed.
+
+    ``fetch(context, stopped)`` reads one partition; it should end early once ``stopped()``
+    is true (the run failed or its output was closed), so that closing does not wait for it.
+    """
 
     def __init__(
         self,
-        fetch: t.Callable[[Context], list[Record]],
+        fetch: t.Callable[[Context, t.Callable[[], bool]], list[Record]],
         partitions: t.Sequence[Context],
         workers: int,
     ) -> None:
@@ -43,12 +47,19 @@ class PartitionPrefetcher:
     def _fill(self) -> None:
         while self._upcoming and len(self._in_flight) < self._window:
             context = self._upcoming.popleft()
-            self._in_flight.append((_key(context), self._executor.submit(self._fetch, context)))
+            self._in_flight.append((_key(context), self._executor.submit(self._run, context)))
+
+    def _run(self, context: Context) -> list[Record]:
+        if self.closed:
+            return []
+        return self._fetch(context, lambda: self.closed)
 
     def take(self, context: Context) -> list[Record]:
         """The records of ``context``; re-raises what its fetch raised."""
         if not self._in_flight or self._in_flight[0][0] != _key(context):
-            return self._fetch(context)  # asked out of order: fetch it here, unchanged result
+            return self._fetch(
+                context, lambda: False
+            )  # asked out of order: fetch it here, unchanged result
         _, future = self._in_flight.popleft()
         self._fill()
         try:

@@ -8,6 +8,7 @@ JSON-schema message quotes, is never shown.
 
 from __future__ import annotations
 
+import difflib
 import ipaddress
 import typing as t
 from urllib.parse import urlsplit
@@ -153,9 +154,11 @@ CONFIG_SCHEMA = th.PropertiesList(
         th.ArrayType(th.StringType(min_length=1)),
         title="Expand mask",
         description=(
-            "Grant feed: related objects to expand (expandMask.paths, e.g. app, "
-            "app_entitlement, app_user, ticket). Each expanded object is put into the record "
-            "(app, entitlement, appUser, ticket)."
+            "Grant feed: related objects to expand (expandMask.paths). The service does not "
+            'document its paths: ["*"] (everything) is the one value known to work '
+            "everywhere; any other path is passed to the service unchecked, as the service's "
+            "own field name (likely app_id, app_entitlement_id, app_user_id, ticket_id). Each "
+            "expanded object is put into the record (app, entitlement, appUser, ticket)."
         ),
     ),
     th.Property(
@@ -261,3 +264,17 @@ def semantic_problems(config: t.Mapping[str, t.Any]) -> list[str]:
             )
         seen.setdefault(key, index)
     return errors
+
+
+def unknown_settings(config: t.Mapping[str, t.Any], schema: dict[str, t.Any]) -> list[str]:
+    """One warning per setting that ``schema`` (the tap's and the SDK's built-in settings) does
+    not know, naming the closest known one: a warning, not an error, as Meltano and stream
+    maps may pass extra keys."""
+    known = list(schema["properties"])
+    warnings = []
+    for key in sorted(set(config) - set(known)):
+        message = f"Unknown setting {key!r} is ignored"
+        if close := difflib.get_close_matches(key, known, n=1):
+            message += f"; did you mean {close[0]!r}?"
+        warnings.append(message)
+    return warnings

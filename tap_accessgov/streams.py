@@ -6,18 +6,26 @@ import datetime
 import re
 import typing as t
 
-from singer_sdk import Stream
+from singer_sdk import Stream, metrics
 from singer_sdk.exceptions import FatalAPIError
 from singer_sdk.helpers.conform import TypeConformanceLevel
 from typing_extensions import override
 
 from tap_accessgov import schemas
-from tap_accessgov.client import AccessGovStream, page_body
+from tap_accessgov.client import (
+    AccessGovStream,
+    DryRunLimit,
+    ProgressCounter,
+    RepeatedPageTokenError,
+    page_body,
+)
+from tap_accessgov.excluded_users import ExcludedUsers, PartitionKey
 from tap_accessgov.prefetch import PartitionPrefetcher
 from tap_accessgov.timestamps import normalize_timestamp
 
 if t.TYPE_CHECKING:
     import requests
+    from singer_sdk import Tap
     from singer_sdk.helpers.types import Context
 
 UNSPECIFIED_EVENT = "GRANT_EVENT_TYPE_UNSPECIFIED"
@@ -29,8 +37,9 @@ EXPANDED_FIELDS = {
     "ticketPath": "ticket",
 }
 _EXPANDED_PATH = re.compile(r"^\$\.expanded\[(\d+)\]$")
-# Travels on the first exclusion record of a page to generate_child_contexts, which removes it.
-_PAGE_USERS = "__page_users__"
+# The entry's user object travels under this key from parse_response to get_records (which
+# moves it into the run's ExcludedUsers before the record reaches the SDK); never written.
+_USER = "__user__"
 
 
 class GrantFeedStream(AccessGovStream):
@@ -139,7 +148,8 @@ class AutomationExclusionsStream(AccessGovStream):
 
     The operation declares no paging parameters, so the first request sends none; a
     non-empty ``nextPageToken`` is followed with ``page_token`` and ``page_size``.
-    The user objects of each page are handed to the ``users`` child stream.
+    The user objects of each page go to the run's ``ExcludedUsers`` (see excluded_users.py),
+    from which the ``users`` stream reads them.
     """
 
     name = "automation_exclusions"
@@ -150,8 +160,8 @@ class AutomationExclusionsStream(AccessGovStream):
 
     def __init__(self, *args: t.Any, **kwargs: t.Any) -> None:
         super().__init__(*args, **kwargs)
-        self._seen_user_ids: set[str] = set()
         self._prefetcher: PartitionPrefetcher | None = None
+        self.excluded_users = ExcludedUsers()
 
     @property
     @override
@@ -179,15 +189,24 @@ class AutomationExclusionsStream(AccessGovStream):
     @override
     def get_records(self, context: Context | None) -> t.Iterable[dict[str, t.Any]]:
         """Records of one entitlement; with ``max_concurrency`` > 1 the next entitlements are
-        already being fetched in worker threads (see prefetch.py)."""
+        already being fetched in worker threads (see prefetch.py).
+
+        Runs in the main thread in partition order, before stream maps and selection see a
+        record: the users it collects do not depend on either, nor on the concurrency.
+        """
         if not context:
             self.logger.info("No exclusion_entitlements configured: nothing to extract")
             return
+        excluded_users = self.excluded_users
         try:
+            records: t.Iterable[dict[str, t.Any]]
             if (workers := int(self.config["max_concurrency"])) > 1:
-                yield from self._prefetcher_from(context, workers).take(context)
+                records = self._prefetcher_from(context, workers).take(context)
             else:
-                yield from self.request_records(context)
+                records = self._read_partition(context)
+            for record in self.dry_run_limit.apply(records):
+                excluded_users.add(record.pop(_USER))
+                yield record
         except EntitlementNotFoundError as exc:
             self.logger.warning(
                 "Skipping app entitlement %s of app %s: the service does not know it (%s)",
@@ -196,9 +215,42 @@ class AutomationExclusionsStream(AccessGovStream):
                 exc,
             )
         except BaseException:
-            if self._prefetcher is not None:
-                self._prefetcher.close()
+            self.stop_prefetching()
             raise
+        excluded_users.mark_read(partition_key(context))
+
+    def stop_prefetching(self) -> None:
+        """Cancel the fetches running ahead (see prefetch.py); they end at their next record."""
+        if self._prefetcher is not None:
+            self._prefetcher.close()
+
+    def _read_partition(
+        self, context: Context, stopped: t.Callable[[], bool] = lambda: False
+    ) -> t.Iterator[dict[str, t.Any]]:
+        """Every exclusion of one entitlement, once.
+
+        The operation declares no paging parameters, and a gateway that ignores undeclared
+        query parameters answers ``page_token`` with the first page and the same token again.
+        That entitlement then keeps what was read (a repeated page adds no record twice) and
+        the run goes on with the others, with a warning naming it.
+        """
+        seen: set[str] = set()
+        try:
+            for record in self.request_records(context):
+                if stopped():
+                    return
+                if record["userId"] not in seen:
+                    seen.add(record["userId"])
+                    yield record
+        except RepeatedPageTokenError:
+            self.logger.warning(
+                "App entitlement %s of app %s: the service answered a page token with a token "
+                "it had already returned (it may ignore page_token on this endpoint); keeping "
+                "the %d exclusions read so far and going on with the other entitlements",
+                context["appEntitlementId"],
+                context["appId"],
+                len(seen),
+            )
 
     def _prefetcher_from(self, context: Context, workers: int) -> PartitionPrefetcher:
         if self._prefetcher is None or self._prefetcher.closed:
@@ -206,23 +258,28 @@ class AutomationExclusionsStream(AccessGovStream):
             start = partitions.index(dict(context)) if dict(context) in partitions else 0
             self.requests_session  # noqa: B018  (create the shared session before the threads)
             self._prefetcher = PartitionPrefetcher(
-                lambda ctx: list(self.request_records(ctx)), partitions[start:], workers
+                lambda ctx, stopped: list(self._read_partition(ctx, stopped)),
+                partitions[start:],
+                workers,
             )
         return self._prefetcher
 
     @override
     def parse_response(self, response: requests.Response) -> list[dict[str, t.Any]]:
-        """One record per exclusion entry, the user reduced to ``userId``.
-
-        The page's user objects ride on its first record to ``generate_child_contexts``
-        (which removes them before the record is written): the SDK hands child contexts one
-        record at a time, and one ``users`` sync per page is far cheaper than one per user.
-        """
-        records, users = [], []
+        """One record per exclusion entry, the user reduced to ``userId``; the user object
+        rides along under a private key until get_records takes it."""
+        records = []
         for entry in page_body(response).get("list") or []:
             user = entry.get("user") or {}
             if not user.get("id"):
-                self.logger.warning("Skipping an automation exclusion without a user id: %r", entry)
+                # The entry may hold personal data (the user's e-mail...): name ids only.
+                self.logger.warning(
+                    "Skipping an automation exclusion without a user id (app %s, app "
+                    "entitlement %s, app user %s)",
+                    entry.get("appId"),
+                    entry.get("appEntitlementId"),
+                    entry.get("appUserId"),
+                )
                 continue
             record = {
                 key: entry[key]
@@ -230,49 +287,56 @@ class AutomationExclusionsStream(AccessGovStream):
                 if key in entry
             }
             record["userId"] = user["id"]
+            record[_USER] = user
             records.append(record)
-            users.append(user)
-        if records:
-            records[0][_PAGE_USERS] = users
         return records
 
-    @override
-    def generate_child_contexts(
-        self, record: dict[str, t.Any], context: Context | None
-    ) -> t.Iterable[Context | None]:
-        """One ``users`` context per page, holding the users not yet emitted in this run."""
-        users = record.pop(_PAGE_USERS, None) or []
-        new_users = []
-        for user in users:
-            user_id = user.get("id")
-            if user_id and user_id not in self._seen_user_ids:
-                self._seen_user_ids.add(user_id)
-                new_users.append(user)
-        if new_users:
-            yield {"users": new_users}
+
+def partition_key(context: Context | dict[str, t.Any]) -> PartitionKey:
+    return (context["appId"], context["appEntitlementId"])
 
 
 class UsersStream(Stream):
     """Users found in automation exclusions, one record per user id per run.
 
-    A child of automation_exclusions: the SDK fetches the exclusion pages once whether one
-    or both streams are selected, and hands each page's new users here.
+    A top-level stream synced after ``automation_exclusions``: it emits the users that stream
+    collected, and reads the exclusion pages not yet read in this run itself (all of them when
+    ``automation_exclusions`` is not selected), through that stream's own request loop. See
+    excluded_users.py for why no user object travels in an SDK context.
     """
 
     name = "users"
     primary_keys = ("id",)
-    parent_stream_type = AutomationExclusionsStream
-    state_partitioning_keys: t.ClassVar[list[str]] = []  # the users travel in the context
     schema = schemas.USER
 
-    def __init__(self, *args: t.Any, **kwargs: t.Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, tap: Tap, *, exclusions: AutomationExclusionsStream) -> None:
+        super().__init__(tap)
+        self.exclusions = exclusions
         self._known_fields = frozenset(self.schema["properties"])
         self._reported_fields: set[str] = set()
+        self.dry_run_limit = DryRunLimit(self)
 
     @override
     def get_records(self, context: Context | None) -> t.Iterable[dict[str, t.Any]]:
-        yield from (context or {}).get("users", [])
+        return self.dry_run_limit.apply(self._excluded_users())
+
+    def _excluded_users(self) -> t.Iterator[dict[str, t.Any]]:
+        exclusions = self.exclusions
+        excluded_users = exclusions.excluded_users
+        emitted = 0
+        for partition in exclusions.partitions or []:
+            if not excluded_users.was_read(partition_key(partition)):
+                for _ in exclusions.get_records(partition):
+                    pass  # the exclusion records are not ours to emit; their users are
+            users = excluded_users.since(emitted)
+            emitted += len(users)
+            yield from users
+
+    @override
+    def get_record_counter(
+        self, *, endpoint: str | None = None, log_interval: float = metrics.DEFAULT_LOG_INTERVAL
+    ) -> metrics.Counter:
+        return ProgressCounter(self.name, self.logger, log_interval, endpoint)
 
     @override
     def post_process(

@@ -1,25 +1,27 @@
-"""The tap: settings checked before anything runs, one authenticator, the streams, and failures
-on the command line in one line."""
+"""The tap: settings checked before anything runs, one authenticator, the streams in sync
+order, and the command line's additions to the SDK's (one-line failures, a final STATE)."""
 
 from __future__ import annotations
 
-import contextlib
+import copy
 import sys
 import typing as t
 from functools import cached_property
 
+import click
 from singer_sdk import Tap
-from singer_sdk.contrib.msgspec import MsgSpecWriter
-from singer_sdk.exceptions import ConfigValidationError, FatalAPIError
+from singer_sdk.exceptions import ConfigValidationError
+from singer_sdk.singerlib import StateMessage
+from singer_sdk.tap_base import CliTestOptionValue
 from typing_extensions import override
 
-from tap_accessgov import settings
-from tap_accessgov.auth import AccessGovAuthenticator, AuthenticationError
+from tap_accessgov import cli, settings
+from tap_accessgov.auth import AccessGovAuthenticator
 from tap_accessgov.credentials import ClientId, RedactedStr, parse_client_id, parse_client_secret
+from tap_accessgov.output import OutputWriter
 from tap_accessgov.streams import AutomationExclusionsStream, GrantFeedStream, UsersStream
 
 if t.TYPE_CHECKING:
-    import click
     from singer_sdk.streams import Stream
 
 
@@ -28,8 +30,7 @@ class TapAccessGov(Tap):
 
     name = "tap-accessgov"
     config_jsonschema = settings.CONFIG_SCHEMA
-    # msgspec serialises a record several times faster than the default simplejson writer.
-    message_writer_class = MsgSpecWriter
+    message_writer_class = OutputWriter
 
     def __init__(self, *args: t.Any, validate_config: bool = True, **kwargs: t.Any) -> None:
         """Every bad setting is reported before anything runs, in our words (settings.py)."""
@@ -51,35 +52,88 @@ class TapAccessGov(Tap):
             # hook to wrap a value (singer-sdk 0.54): this one write keeps the secret out of
             # any repr of the config (log lines, tracebacks).
             self._config["client_secret"] = RedactedStr(secret)
+        for warning in settings.unknown_settings(self.config, self.settings_schema()):
+            self.logger.warning(warning)
 
     @classmethod
-    @contextlib.contextmanager
-    def _failing_in_one_line(cls) -> t.Iterator[None]:
-        """A failure the tap explains (bad config, authentication, an API error after
-        retries) ends in one line naming what is wrong, exit code 1; the traceback is at DEBUG."""
-        try:
-            yield
-        except ConfigValidationError as exc:
-            # One line, so that `meltano config test`, which shows the last one, shows all.
-            cls.logger.error("Config validation failed: %s", "; ".join(exc.errors))
-            sys.exit(1)
-        except (AuthenticationError, FatalAPIError) as exc:
-            cls.logger.debug("Run failed", exc_info=True)
-            cls.logger.error("Run failed: %s", exc)
-            sys.exit(1)
+    def settings_schema(cls) -> dict[str, t.Any]:
+        """The tap's settings and those the SDK adds (stream maps, flattening, batch...)."""
+        schema = copy.deepcopy(cls.config_jsonschema)
+        cls.append_builtin_config(schema)
+        return schema
 
     @classmethod
     @override
-    def invoke(cls, **kwargs: t.Any) -> None:
-        with cls._failing_in_one_line():
-            super().invoke(**kwargs)
+    def invoke(  # type: ignore[override]
+        cls,
+        *,
+        about: bool = False,
+        about_format: str | None = None,
+        config: t.Any = None,
+        state: t.IO[str] | None = None,
+        catalog: t.IO[str] | None = None,
+    ) -> None:
+        """The SDK's ``Tap.invoke`` (singer-sdk 0.54), plus: input files that are not JSON
+        objects fail in one line, and a successful run ends with a STATE message holding the
+        whole state. The SDK writes a STATE only when it changed, so a run with nothing new
+        ended on a RECORD and a target that echoes the last STATE it saw (target-jsonl) wrote
+        no state at all. ``sync_all`` is final and the SDK's ``invoke`` does not hand the tap
+        back, hence this copy of its few lines."""
+        if about:
+            cls.print_about(about_format)
+            sys.exit(0)
+        with cli.failing_in_one_line(cls.logger):
+            cls.print_version(print_fn=cls.logger.info)
+            tap = cls(
+                config=config.config if config is not None else {},
+                state=None
+                if state is None
+                else cli.read_json_object(state.read(), "state", state.name),
+                catalog=None
+                if catalog is None
+                else cli.read_json_object(catalog.read(), "catalog", catalog.name),
+                parse_env_config=config.parse_env if config is not None else False,
+                validate_config=True,
+            )
+            try:
+                tap.sync_all()
+            finally:
+                tap.stop_workers()
+            tap.write_message(StateMessage(value=tap.state))
+
+    @classmethod
+    @override
+    def cb_config(cls, ctx: click.Context, param: click.Option, value: tuple[str, ...]) -> t.Any:
+        """``--config FILE``: a missing file or one that is not a JSON object fails in one line
+        naming it (the SDK prints a traceback)."""
+        with cli.failing_in_one_line(cls.logger):
+            for path in value:
+                if path != "ENV":
+                    cli.read_json_file(path, "config")
+        return super().cb_config(ctx, param, value)
 
     @classmethod
     @override
     def cb_test(cls, ctx: click.Context, param: click.Option, value: str) -> None:
-        """``--test``: click runs it before the command, outside the SDK's error handling."""
-        with cls._failing_in_one_line():
-            super().cb_test(ctx, param, value)
+        """``--test``: click runs it before the command, outside the SDK's error handling.
+        On success it says so in one line."""
+        with cli.failing_in_one_line(cls.logger):
+            try:
+                super().cb_test(ctx, param, value)
+            except click.exceptions.Exit as done:
+                if done.exit_code == 0 and value == CliTestOptionValue.All.value:
+                    cls.logger.info(
+                        "Connection test passed: an access token was obtained and each stream "
+                        "answered (%s)",
+                        ", ".join(stream.name for stream in STREAM_TYPES),  # type: ignore[misc]
+                    )
+                raise
+
+    def stop_workers(self) -> None:
+        """Stop background fetches (a failed or interrupted run must not wait for them)."""
+        for stream in self.streams.values():
+            if isinstance(stream, AutomationExclusionsStream):
+                stream.stop_prefetching()
 
     @cached_property
     def client_id(self) -> ClientId:
@@ -103,11 +157,17 @@ class TapAccessGov(Tap):
 
     @override
     def discover_streams(self) -> list[Stream]:
+        """In sync order: ``users`` after ``automation_exclusions``, whose users it emits."""
+        exclusions = AutomationExclusionsStream(self, connection=self)
         return [
             GrantFeedStream(self, connection=self),
-            AutomationExclusionsStream(self, connection=self),
-            UsersStream(self),
+            exclusions,
+            UsersStream(self, exclusions=exclusions),
         ]
+
+
+# The streams' classes, for what needs their names without a tap (``--test``'s success line).
+STREAM_TYPES: tuple[type[Stream], ...] = (GrantFeedStream, AutomationExclusionsStream, UsersStream)
 
 
 if __name__ == "__main__":

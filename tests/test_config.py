@@ -4,12 +4,13 @@ setting and what is wrong, a non-zero exit, no traceback, never the secret."""
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 from singer_sdk.exceptions import ConfigValidationError
 
 from tap_accessgov.tap import TapAccessGov
-from tests.conftest import CREDENTIAL, config_file, run_cli
+from tests.conftest import CREDENTIAL, config_file, run_cli, shared_emulator
 
 GOOD = {
     "client_id": CREDENTIAL.client_id,
@@ -155,3 +156,69 @@ def test_about_documents_every_setting_and_marks_the_secret() -> None:
         assert properties[name].get("description"), name
     assert properties["client_secret"].get("secret") is True
     assert properties["client_secret"].get("writeOnly") is True
+
+
+INPUT_FILE_CASES = {
+    "config missing": ("config", None, "config file {path}: not found"),
+    "config not JSON": ("config", "{'page_size': 50}", "config file {path}: is not JSON ("),
+    "config empty": ("config", "", "config file {path}: is empty"),
+    "config not an object": ("config", "[1, 2]", "config file {path}: is not a JSON object"),
+    "state empty": ("state", "", "state file {path}: is empty"),
+    "state not JSON": ("state", '{"bookmarks": ', "state file {path}: is not JSON ("),
+}
+
+
+@pytest.mark.parametrize("case", INPUT_FILE_CASES)
+def test_an_unreadable_config_or_state_file_fails_in_one_line(tmp_path, case: str) -> None:
+    kind, content, expected = INPUT_FILE_CASES[case]
+    path = tmp_path / f"{kind}.json"
+    if content is not None:
+        path.write_text(content)
+    args = ["--config", str(path)]
+    if kind == "state":
+        args = ["--config", config_file(GOOD, tmp_path), "--state", str(path)]
+    result = run_cli(*args)
+    assert result.returncode == 1
+    errors = [line for line in result.stderr.splitlines() if "ERROR" in line]
+    assert len(errors) == 1, result.stderr
+    assert expected.format(path=path) in errors[0]
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.splitlines()) <= 3, result.stderr
+
+
+def test_an_unknown_setting_is_a_warning_naming_the_closest_known_one(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING):
+        TapAccessGov(config={**GOOD, "page_sise": 50}, parse_env_config=False)
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == [
+        "Unknown setting 'page_sise' is ignored; did you mean 'page_size'?"
+    ]
+
+
+def test_no_setting_of_the_full_config_schema_warns(caplog: pytest.LogCaptureFixture) -> None:
+    """Settings the SDK understands (stream maps, flattening, batch, faker) are known too."""
+    about = json.loads(run_cli("--about", "--format", "json").stdout)
+    known = set(about["settings"]["properties"])
+    assert {"stream_maps", "stream_map_config", "flattening_enabled", "batch_config"} <= known
+    with caplog.at_level(logging.WARNING):
+        TapAccessGov(
+            config={**dict.fromkeys(known, 1), **GOOD},
+            parse_env_config=False,
+            validate_config=False,
+            setup_mapper=False,
+        )
+    assert not [r.getMessage() for r in caplog.records if "setting" in r.getMessage()]
+
+
+def test_a_passing_connection_test_says_so_without_errors(tmp_path) -> None:
+    emulator = shared_emulator()
+    result = run_cli("--config", config_file(emulator.tap_config(), tmp_path), "--test")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert not [line for line in result.stderr.splitlines() if "ERROR" in line], result.stderr
+    passed = [line for line in result.stderr.splitlines() if "Connection test passed" in line]
+    assert len(passed) == 1
+    assert passed[0].endswith(
+        "Connection test passed: an access token was obtained and each stream answered "
+        "(grant_feed, automation_exclusions, users)"
+    )

@@ -336,7 +336,11 @@ def test_page_token_is_bound_to_the_request(api, emu: Emulator, ds: Dataset) -> 
     body = {"appRefs": [{"id": ds.apps[0]}]}
     token = feed(api, emu, body).json()["nextPageToken"]
     assert feed(api, emu, body | {"pageToken": token, "pageSize": 50}).status_code == 200
-    for other in ({}, {"appRefs": [{"id": ds.apps[1]}]}, body | {"expandMask": {"paths": ["app"]}}):
+    for other in (
+        {},
+        {"appRefs": [{"id": ds.apps[1]}]},
+        body | {"expandMask": {"paths": ["app_id"]}},
+    ):
         replay = feed(api, emu, other | {"pageToken": token})
         assert replay.status_code == 400
         assert replay.json() == {
@@ -403,7 +407,7 @@ def test_expand_mask_paths_resolve(api, emu: Emulator, ds: Dataset) -> None:
             saw_ticketless = True
             assert "ticketPath" not in entry
     assert saw_ticketless
-    only_app = feed(api, emu, {"expandMask": {"paths": ["app"]}}).json()
+    only_app = feed(api, emu, {"expandMask": {"paths": ["app_id"]}}).json()
     assert all(set(e) == {"appPath", "feed"} for e in only_app["list"])
     assert {o["@type"] for o in only_app["expanded"]} == {"type.googleapis.com/c1.api.app.v1.App"}
     plain = feed(api, emu, {}).json()
@@ -425,7 +429,11 @@ def test_expand_mask_paths_resolve(api, emu: Emulator, ds: Dataset) -> None:
         {"appRefs": [{"id": "x", "extra": 1}]},
         {"appEntitlementRefs": [{"id": "x"}]},
         {"expandMask": {"paths": ["user"]}},
-        {"expandMask": ["app"]},
+        {"expandMask": {"paths": ["app"]}},
+        {"expandMask": {"paths": ["app_entitlement"]}},
+        {"expandMask": {"paths": ["app_user"]}},
+        {"expandMask": {"paths": ["ticket"]}},
+        {"expandMask": ["app_id"]},
         [],
     ],
 )
@@ -663,7 +671,11 @@ def test_http_controls(fresh: Emulator) -> None:
     settings = requests.post(
         control + "settings", json={"token_lifetime": 5, "latency": 0}, timeout=10
     )
-    assert settings.json() == {"latency": 0.0, "token_lifetime": 5}
+    assert settings.json() == {
+        "latency": 0.0,
+        "token_lifetime": 5,
+        "exclusions_ignore_page_token": False,
+    }
     assert fresh.token_lifetime == 5
     requests.post(control + "revoke-tokens", timeout=10)
     assert session.post(fresh.url + FEED, json={}, timeout=10).status_code == 401
@@ -764,3 +776,45 @@ def test_sparse_search_of_a_big_feed_answers_short_pages(ds: Dataset) -> None:
     assert end is None
     feed = [{"feed": ds.feed_object(e)} for e in found + rest]
     assert feed == ds.feed_entries(app_user_refs=[ref])
+
+
+def test_expand_mask_id_field_names_each_expand_their_object(api, emu: Emulator) -> None:
+    everything = feed(api, emu, {"expandMask": {"paths": ["*"]}}).json()
+    named = feed(
+        api,
+        emu,
+        {"expandMask": {"paths": ["app_id", "app_entitlement_id", "app_user_id", "ticket_id"]}},
+    ).json()
+    assert (named["list"], named["expanded"]) == (everything["list"], everything["expanded"])
+    for path, field in (
+        ("app_entitlement_id", "entitlementPath"),
+        ("app_user_id", "appUserPath"),
+        ("ticket_id", "ticketPath"),
+    ):
+        page = feed(api, emu, {"expandMask": {"paths": [path]}}).json()
+        assert {key for entry in page["list"] for key in entry} == {"feed", field}
+
+
+def test_exclusions_can_ignore_the_page_token_like_a_lenient_gateway(ds: Dataset) -> None:
+    with Emulator(ds, credential=CRED, exclusions_ignore_page_token=True) as lenient:
+        session = login(lenient)
+        app_id, entitlement_id = next(
+            (a, e) for a, e in ds.exclusion_entitlements if len(ds.exclusion_entries(a, e)) > 25
+        )
+        url = exclusions_url(lenient, app_id, entitlement_id)
+        first = session.get(url, timeout=10).json()
+        again = session.get(
+            url, params={"page_token": first["nextPageToken"], "page_size": 100}, timeout=10
+        ).json()
+        assert again == first
+        assert len(first["list"]) == 25
+        lenient.control("POST", "/_emulator/settings", b'{"exclusions_ignore_page_token": false}')
+        second = session.get(url, params={"page_token": first["nextPageToken"]}, timeout=10).json()
+        assert second["list"] != first["list"]
+
+
+def test_the_command_line_can_ignore_the_exclusions_page_token() -> None:
+    from emulator.__main__ import parse_args
+
+    assert parse_args(["--exclusions-ignore-page-token"]).exclusions_ignore_page_token is True
+    assert parse_args([]).exclusions_ignore_page_token is False

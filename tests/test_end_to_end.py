@@ -237,3 +237,60 @@ def test_tap_piped_into_target_jsonl(
         for r in appended
         if json.dumps(r["feed"], sort_keys=True) not in new
     )
+
+
+def readme_pipeline_recipe() -> str:
+    """The plain-pipeline recipe exactly as README.md shows it."""
+    readme = (ROOT / "README.md").read_text()
+    marker = readme.index("<!-- plain-pipeline recipe:")
+    block = readme[marker:].split("```bash\n", 1)[1].split("```", 1)[0]
+    assert "set -o pipefail" in block
+    return block
+
+
+def test_the_readme_plain_pipeline_recipe_keeps_a_state_run_after_run(
+    meltano_plugins: None, emulator: Emulator, tmp_path: Path
+) -> None:
+    """Run twice with nothing new in between (the tap must still end on a STATE, or
+    target-jsonl echoes none), then once more with the tap failing (the state is kept)."""
+    target_bin = ROOT / ".meltano" / "loaders" / "target-jsonl" / "venv" / "bin"
+    (tmp_path / "config.json").write_text(json.dumps(emulator.tap_config()))
+    (tmp_path / "target.json").write_text(
+        json.dumps({"destination_path": str(tmp_path / "out"), "do_timestamp_file": False})
+    )
+    (tmp_path / "out").mkdir()
+    recipe = tmp_path / "recipe.sh"
+    recipe.write_text(readme_pipeline_recipe())
+    env = {**os.environ, "PATH": f"{BIN}:{target_bin}:{os.environ['PATH']}"}
+
+    def run_recipe() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["bash", str(recipe)],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+
+    def bookmark() -> str:
+        state = json.loads((tmp_path / "state.json").read_text())
+        return state["bookmarks"]["grant_feed"]["replication_key_value"]
+
+    first = run_recipe()
+    assert first.returncode == 0, first.stderr[-3000:]
+    latest = max((e["feed"]["date"] for e in emulator.dataset.feed_entries()), key=ns)
+    assert ns(bookmark()) == ns(latest)
+
+    second = run_recipe()  # nothing new
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert ns(bookmark()) == ns(latest)
+
+    kept = (tmp_path / "state.json").read_text()
+    emulator.faults.add(kind="403", path="/api/v1/grants/feed", times=1)
+    emulator.add_events(count=10)
+    failed = run_recipe()
+    assert failed.returncode != 0
+    assert "pipeline failed: state.json left as it was" in failed.stderr
+    assert (tmp_path / "state.json").read_text() == kept

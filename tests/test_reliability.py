@@ -8,8 +8,10 @@ import email.utils
 import json
 import logging
 import os
+import re
 import signal
 import subprocess
+import time
 import typing as t
 from collections import Counter
 from pathlib import Path
@@ -63,7 +65,21 @@ def test_a_transient_fault_is_retried_and_nothing_is_lost(
         json.dumps(r["feed"], sort_keys=True) for r in result.records["grant_feed"]
     ) == Counter(json.dumps(e["feed"], sort_keys=True) for e in truth)
     assert emulator.stats["faults_by_kind"] == {kind: 1}
-    assert any("Backing off" in r.getMessage() for r in caplog.records)
+    retries = [r for r in caplog.records if "retrying in" in r.getMessage()]
+    assert len(retries) == 1, [r.getMessage() for r in caplog.records]
+    assert retries[0].levelno == logging.WARNING
+    what = {
+        "drop": "failed: ConnectionError",
+        "slow": "failed: ReadTimeout",
+        "truncated": "failed: ChunkedEncodingError",
+        "malformed": "answered 200 with a body that is not a JSON object",
+    }.get(kind, f"answered {kind}")
+    assert re.fullmatch(
+        f"POST {FEED} {what}.*; retrying in \\d+\\.\\d s(?: as its Retry-After asks)? "
+        "\\(attempt 1 of 6\\)",
+        retries[0].getMessage(),
+    ), retries[0].getMessage()
+    assert not [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
 
 
 def test_retry_after_in_seconds_is_honoured_and_logged(
@@ -74,7 +90,11 @@ def test_retry_after_in_seconds_is_honoured_and_logged(
     with caplog.at_level(logging.WARNING):
         sync(config, catalog=catalog)
     waits = [r.getMessage() for r in caplog.records if "Retry-After" in r.getMessage()]
-    assert waits == [f"POST {FEED} answered 429; waiting 2.0 s as its Retry-After asks"]
+    assert len(waits) == 1
+    assert waits[0].startswith(f"POST {FEED} answered 429: rate limit exceeded; retrying in ")
+    assert waits[0].endswith(" s as its Retry-After asks (attempt 1 of 6)")
+    seconds = float(waits[0].split("retrying in ")[1].split(" s")[0])
+    assert 2.0 <= seconds <= 3.0  # Retry-After plus the SDK's jitter (at most 1 s)
 
 
 def test_retry_after_as_an_http_date(emulator: Emulator, caplog: pytest.LogCaptureFixture) -> None:
@@ -88,8 +108,8 @@ def test_retry_after_as_an_http_date(emulator: Emulator, caplog: pytest.LogCaptu
     assert len(result.records["grant_feed"]) == len(emulator.dataset.feed_entries())
     waits = [r.getMessage() for r in caplog.records if "Retry-After" in r.getMessage()]
     assert len(waits) == 1
-    seconds = float(waits[0].split("waiting ")[1].split(" s")[0])
-    assert 0.0 <= seconds <= 2.5
+    seconds = float(waits[0].split("retrying in ")[1].split(" s")[0])
+    assert 0.0 <= seconds <= 3.5
 
 
 @pytest.mark.parametrize(
@@ -293,3 +313,61 @@ def test_tls_is_verified_on_every_call_and_a_named_ca_bundle_is_trusted(tmp_path
             m["stream"] for m in parse_singer(trusted.stdout).messages if m["type"] == "RECORD"
         }
         assert streams == {"grant_feed", "automation_exclusions", "users"}
+
+
+@pytest.mark.parametrize("reader", ["head -c 1000", "false"])
+def test_a_loader_that_stops_reading_ends_the_run_in_one_line(
+    emulator: Emulator, tmp_path: Path, reader: str
+) -> None:
+    """A real pipe into a reader that goes away: one line, non-zero exit, within seconds, and
+    the background exclusion fetches stopped (slow answers keep them busy otherwise)."""
+    config = {**emulator.tap_config(), "max_concurrency": 8, "page_size": 10}
+    catalog = catalog_selecting(config, {"automation_exclusions": None, "users": None})
+    (tmp_path / "catalog.json").write_text(json.dumps(catalog))
+    emulator.latency = 0.1
+    command = (
+        f"set -o pipefail; '{BIN_TAP}' --config '{config_file(config, tmp_path)}' "
+        f"--catalog '{tmp_path / 'catalog.json'}' 2> '{tmp_path / 'tap.log'}' | {reader} > /dev/null"
+    )
+    started = time.monotonic()
+    result = subprocess.run(["bash", "-c", command], timeout=120, check=False)
+    elapsed = time.monotonic() - started
+    stderr = (tmp_path / "tap.log").read_text()
+    assert result.returncode != 0
+    assert elapsed < 20, elapsed
+    errors = [line for line in stderr.splitlines() if "ERROR" in line]
+    assert len(errors) == 1, stderr[-3000:]
+    assert (
+        "The output was closed: the loader reading this tap's output stopped reading" in errors[0]
+    )
+    assert "Traceback" not in stderr
+    assert "Exception ignored" not in stderr
+    requests_made = emulator.stats["api_requests"]
+    time.sleep(1)
+    assert emulator.stats["api_requests"] == requests_made, "no fetch goes on after the exit"
+
+
+def test_every_successful_run_ends_with_the_whole_state(emulator: Emulator, tmp_path: Path) -> None:
+    """Also a run with nothing new, which the SDK would end on a RECORD (its last STATE
+    came before the re-read records): a target that echoes the last STATE it saw needs it."""
+    path = config_file(emulator.tap_config(), tmp_path)
+    first = run_cli("--config", path)
+    assert first.returncode == 0, first.stderr[-2000:]
+    first_out = parse_singer(first.stdout)
+    assert first_out.messages[-1]["type"] == "STATE"
+    state = first_out.messages[-1]["value"]
+    assert state == first_out.state
+    state_file = tmp_path / "state.json"
+    state_file.write_text(json.dumps(state))
+
+    second = run_cli("--config", path, "--state", str(state_file))  # nothing new
+    assert second.returncode == 0, second.stderr[-2000:]
+    second_out = parse_singer(second.stdout)
+    assert second_out.records["grant_feed"], "the bookmark instant is re-read"
+    last = second_out.messages[-1]
+    assert last["type"] == "STATE"
+    assert (
+        last["value"]["bookmarks"]["grant_feed"]["replication_key_value"]
+        == state["bookmarks"]["grant_feed"]["replication_key_value"]
+    )
+    assert set(last["value"]["bookmarks"]) == {"grant_feed", "automation_exclusions", "users"}

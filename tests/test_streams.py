@@ -2,17 +2,30 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
+import json
 import logging
 import math
 from collections import Counter
 
 import pytest
+import requests
 from singer_sdk.exceptions import FatalAPIError
 
 from emulator import Emulator
 from tap_accessgov.client import ProgressCounter
-from tests.conftest import SyncResult, catalog_selecting, ns, shared_emulator, sync
+from tap_accessgov.tap import TapAccessGov
+from tests.conftest import (
+    ROOT,
+    SyncResult,
+    catalog_selecting,
+    ns,
+    parse_singer,
+    shared_emulator,
+    sync,
+)
 
 KNOWN_STATUSES = {"UNKNOWN", "ENABLED", "DISABLED", "DELETED"}
 KNOWN_EVENT_TYPES = {
@@ -187,7 +200,7 @@ def test_expand_mask_puts_the_related_objects_into_each_record() -> None:
     emulator = shared_emulator()
     config = {
         **emulator.tap_config(),
-        "expand_mask": ["app", "app_entitlement", "app_user", "ticket"],
+        "expand_mask": ["app_id", "app_entitlement_id", "app_user_id", "ticket_id"],
         "app_ids": emulator.dataset.apps[:1],
     }
     result = sync(config, catalog=catalog_selecting(config, {"grant_feed": None}))
@@ -322,9 +335,13 @@ def test_deselected_property_is_not_emitted() -> None:
     assert "automation_exclusions" not in result.records
 
 
-def test_concurrency_changes_nothing_in_the_output() -> None:
+@pytest.mark.parametrize(
+    "selected",
+    [{"automation_exclusions": None, "users": None}, {"users": None}],
+    ids=["both", "users-only"],
+)
+def test_concurrency_changes_nothing_in_the_output(selected: dict) -> None:
     emulator = shared_emulator()
-    selected = {"automation_exclusions": None, "users": None}
     outputs = []
     for workers in (1, 8):
         config = {**emulator.tap_config(), "max_concurrency": workers}
@@ -337,7 +354,7 @@ def test_concurrency_changes_nothing_in_the_output() -> None:
             ]
         )
     assert outputs[0] == outputs[1]
-    assert len(outputs[0]) > 1000
+    assert len(outputs[0]) > (1000 if "automation_exclusions" in selected else 200)
 
 
 @pytest.mark.parametrize("workers", [1, 8])
@@ -375,7 +392,7 @@ def test_each_stream_says_how_many_records_it_extracted(
     with caplog.at_level(logging.INFO):
         result = sync(emulator.tap_config())
     messages = [r.getMessage() for r in caplog.records]
-    for stream in ("grant_feed", "automation_exclusions"):
+    for stream in ("grant_feed", "automation_exclusions", "users"):
         total = f"{len(result.records[stream]):,}"
         assert sum(m.startswith(f"{stream}: {total} records in ") for m in messages) == 1
 
@@ -422,3 +439,162 @@ def test_stream_maps_and_flattening_apply_to_the_tap_output(full_sync: SyncResul
         for user_id, email in emails.items()
     }
     assert mapped.counts()["automation_exclusions"] == full_sync.counts()["automation_exclusions"]
+
+
+def distinct_excluded_users(emulator: Emulator) -> dict[str, dict]:
+    """Every distinct user of the service's exclusion entries, by id (ground truth)."""
+    dataset = emulator.dataset
+    return {
+        entry["user"]["id"]: entry["user"]
+        for app_id, entitlement_id in dataset.exclusion_entitlements
+        for entry in dataset.exclusion_entries(app_id, entitlement_id)
+    }
+
+
+def test_users_survive_a_filter_on_automation_exclusions_and_maps_on_users_apply() -> None:
+    """A ``__filter__`` dropping the first exclusion row of every entitlement (which once
+    carried its page's users into the child stream) loses no user; a map on ``users``
+    still applies to ``users``."""
+    emulator = shared_emulator()
+    dataset = emulator.dataset
+    first_rows = [
+        f"{app_id}/{entitlement_id}/{entries[0]['user']['id']}"
+        for app_id, entitlement_id in dataset.exclusion_entitlements
+        if (entries := dataset.exclusion_entries(app_id, entitlement_id))
+    ]
+    config = {
+        **emulator.tap_config(),
+        "stream_map_config": {"first_rows": first_rows},
+        "stream_maps": {
+            "automation_exclusions": {
+                "__filter__": "appId + '/' + appEntitlementId + '/' + userId "
+                "not in config['first_rows']"
+            },
+            "users": {"email": "md5(record['email']) if record.get('email') else None"},
+        },
+    }
+    for workers in (1, 8):
+        result = sync({**config, "max_concurrency": workers})
+        kept = {
+            f"{r['appId']}/{r['appEntitlementId']}/{r['userId']}"
+            for r in result.records["automation_exclusions"]
+        }
+        assert len(first_rows) > 5
+        assert not kept & set(first_rows), "the filter applies to automation_exclusions"
+        truth = distinct_excluded_users(emulator)
+        users = result.records["users"]
+        assert sorted(u["id"] for u in users) == sorted(truth)
+        for user in users:
+            email = truth[user["id"]].get("email")
+            assert user["email"] == (hashlib.md5(email.encode()).hexdigest() if email else None)
+
+
+@pytest.mark.parametrize(
+    "selected",
+    [("automation_exclusions", "users"), ("users",)],
+)
+def test_one_users_schema_per_run(emulator: Emulator, selected: tuple[str, ...]) -> None:
+    config = emulator.tap_config()
+    result = sync(config, catalog=catalog_selecting(config, dict.fromkeys(selected)))
+    schemas = [m for m in result.messages if m["type"] == "SCHEMA" and m["stream"] == "users"]
+    assert len(schemas) == 1
+    assert len(result.records["users"]) == len(distinct_excluded_users(emulator))
+
+
+def test_a_gateway_ignoring_the_exclusions_page_token_costs_a_warning_not_the_run(
+    emulator: Emulator, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Each entitlement keeps its first page (no record twice), is named in a warning, and
+    the others are still extracted."""
+    emulator.exclusions_ignore_page_token = True
+    dataset = emulator.dataset
+    config = {**emulator.tap_config(), "max_concurrency": 4}
+    with caplog.at_level(logging.WARNING):
+        result = sync(
+            config,
+            catalog=catalog_selecting(config, {"automation_exclusions": None, "users": None}),
+        )
+    expected, paged = Counter(), []
+    for app_id, entitlement_id in dataset.exclusion_entitlements:
+        entries = dataset.exclusion_entries(app_id, entitlement_id)
+        if len(entries) > 25:
+            paged.append((app_id, entitlement_id))
+        for entry in entries[:25]:  # the first page, at the service's default page size
+            expected[(app_id, entitlement_id, entry["user"]["id"])] += 1
+    got = Counter(
+        (r["appId"], r["appEntitlementId"], r["userId"])
+        for r in result.records["automation_exclusions"]
+    )
+    assert got == expected
+    assert 0 < len(paged) < len(dataset.exclusion_entitlements)
+    warnings = [r.getMessage() for r in caplog.records if "already returned" in r.getMessage()]
+    assert sorted(warnings) == sorted(
+        f"App entitlement {entitlement_id} of app {app_id}: the service answered a page token "
+        "with a token it had already returned (it may ignore page_token on this endpoint); "
+        "keeping the 25 exclusions read so far and going on with the other entitlements"
+        for app_id, entitlement_id in paged
+    )
+    assert sorted(u["id"] for u in result.records["users"]) == sorted({k[2] for k in expected})
+
+
+def test_a_repeated_grant_feed_page_token_still_fails_the_run(emulator: Emulator) -> None:
+    """On the feed, which declares its paging, a repeated token means a broken cursor."""
+    from tap_accessgov.client import NextPageTokenPaginator
+
+    paginator = NextPageTokenPaginator()
+    page = requests.Response()
+    page.status_code = 200
+    page._content = b'{"list": [], "nextPageToken": "t1"}'
+    page.request = requests.Request("POST", emulator.url + "/api/v1/grants/feed").prepare()
+    assert paginator.get_next(page) == "t1"
+    with pytest.raises(FatalAPIError, match="returned a page token it had already returned"):
+        paginator.get_next(page)
+
+
+def readme_pseudonymisation_example() -> dict:
+    """The stream-maps settings of README.md's pseudonymisation example, as written."""
+    readme = (ROOT / "README.md").read_text()
+    marker = readme.index("<!-- pseudonymisation example:")
+    block = readme[marker:].split("```json\n", 1)[1].split("```", 1)[0]
+    return json.loads("{" + block + "}")
+
+
+def test_the_readme_pseudonymisation_example_leaves_no_personal_value_in_clear() -> None:
+    from tests.test_privacy import PERSONAL_FIELDS, found_in, personal_values
+
+    emulator = shared_emulator()
+    settings = readme_pseudonymisation_example()
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+    with contextlib.redirect_stdout(out):
+        TapAccessGov(config={**emulator.tap_config(), **settings}).sync_all()
+    out.flush()
+    text = out.buffer.getvalue().decode()  # type: ignore[attr-defined]
+    result = parse_singer(text)
+    truth = distinct_excluded_users(emulator)
+    values = set().union(*(personal_values(user) for user in truth.values()))
+    # A *Sources entry repeats a value of its user; those of the fields the example keeps
+    # (ids, department, job title, statuses) are not personal values and stay in clear.
+    kept = {
+        value
+        for user in truth.values()
+        for name, field in user.items()
+        if name not in PERSONAL_FIELDS and not name.endswith("Sources")
+        for value in (
+            [field] if isinstance(field, str) else field if isinstance(field, list) else []
+        )
+    }
+    values -= kept
+    assert len(values) > 500
+    assert not found_in(text, values)
+    users = {u["id"]: u for u in result.records["users"]}
+    assert set(users) == set(truth)
+    for user_id, user in users.items():
+        email = truth[user_id].get("email")
+        assert user["email"] == (hashlib.sha256(email.encode()).hexdigest() if email else None)
+        emails = json.loads(user["emails"])  # flattening writes arrays as JSON text
+        assert emails == [
+            hashlib.sha256(e.encode()).hexdigest() for e in truth[user_id].get("emails") or []
+        ]
+        assert "profile" not in user
+        assert not [name for name in user if name.endswith("Sources")]
+    assert "profile" not in result.schemas["users"]["properties"]
