@@ -5,6 +5,17 @@ is `base + i*step + jitter` with bounded jitter. That keeps 1,000,000 events fre
 keeps neighbours out of date order (the feed is not sorted), and still lets a search with
 `after`/`before` jump straight to the index range that can match.
 
+Events tell coherent grant lifecycles (the models' tests need histories, not noise), still
+decoded in O(1) per event: position i belongs to lane `i % lanes`, round `i // lanes`; a
+lane is a run of segments, each one grant's history, so a grant's events are `lanes` steps
+apart in time. A segment's rounds come in pairs ("units"): a toggle unit flips the grant and
+flips it back (ADDED then REMOVED, or REMOVED then ADDED for a grant held since before the
+feed), a noise unit changes nothing (unspecified or unknown-future types, a redundant ADDED or
+REMOVED). So the state before any round is known from its own unit alone. A noise slot at an
+even position may take the next position's noise slot as its twin: the same grant at the
+same instant with the opposite type (REMOVED and ADDED together). The lifecycle rules
+themselves are applied in emulator/lifecycle.py, which is the ground truth.
+
 Dates are anchored on `end`: every initial event lies in the `span_days` before it. The
 default `end` is the start of the previous hour (UTC), so "the last 30 days" has data, events
 added at run time still lie in the past, and two Datasets built in the same hour agree; pass
@@ -14,6 +25,7 @@ added at run time still lie in the past, and two Datasets built in the same hour
 from __future__ import annotations
 
 import hashlib
+import math
 import random
 import threading
 from collections.abc import Iterable, Sequence
@@ -21,6 +33,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
+from emulator import lifecycle
 from emulator.timefmt import NS, format_ns, precise, to_ns
 from emulator.users import UserContext, email_of, make_user, person
 
@@ -29,6 +42,17 @@ BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 DIGITS = (0, 3, 6, 9)
 TICKET_STATES = ("TICKET_STATE_OPEN", "TICKET_STATE_RESOLVED", "TICKET_STATE_WONT_DO")
 MARGIN = NS  # how far precision rounding can move a generated date
+MASK64 = (1 << 64) - 1
+FEATURED_PER_ENTITLEMENT = 4  # excluded users whose excluded grant is held at the end
+NOISE, TOGGLE = 0, 1
+
+
+def _mix(key: int, tag: int, x: int) -> int:
+    """A 32-bit hash of (key, tag, x): one multiply-xorshift round, cheap enough to run several
+    times per event (lane and segment parameters); blake2b stays for per-event draws."""
+    y = (x * 0x9E3779B97F4A7C15 + tag * 0xD1B54A32D192ED03 + key) & MASK64
+    y = (y ^ (y >> 29)) * 0xBF58476D1CE4E5B9 & MASK64
+    return (y ^ (y >> 32)) & 0xFFFFFFFF
 
 
 class Event(NamedTuple):
@@ -103,6 +127,7 @@ class Dataset:
         self._lock = threading.Lock()
         self._build_catalog(apps, users)
         self._build_exclusions(exclusion_entitlements, max_exclusions)
+        self._plan_lifecycles(events)
         # Event i's date is base + i*step + jitter, jitter in [0, window), then rounded by
         # at most MARGIN; so the whole initial feed ends before `end`.
         span = span_days * 86_400 * NS
@@ -110,7 +135,10 @@ class Dataset:
         self.window = 3 * self.step
         self.base = self.end_ns - events * self.step - self.window - 2 * MARGIN
         self.tickets = max(20, events // 25)
-        self._added: list[int] = []  # dates of events added at run time, in server order
+        self._added: list[Event] = []  # events added at run time, in server order
+        self._added_held: dict[
+            tuple[int, int, int], bool
+        ] = {}  # grants they touched -> held after them
         tail = range(max(0, events - 2 - (self.window + 2 * MARGIN) // self.step), events)
         self._max_date = max((self.event(i).date for i in tail), default=self.base)
 
@@ -281,30 +309,140 @@ class Dataset:
         """Events in server order so far (initial plus added)."""
         return self.size + len(self._added)
 
-    def event(self, i: int) -> Event:
+    # ----- grant lifecycles -----------------------------------------------------------------
+
+    def _plan_lifecycles(self, events: int) -> None:
+        """Lanes, segment lengths and the grant numbering (see the module docstring).
+
+        Grant number x = entitlement (flattened) * users + user. Segment q = (segment index *
+        lanes + lane) maps to a grant through an affine bijection, so no grant gets two
+        overlapping histories; the first segments are reserved for excluded users on the
+        entitlement they are excluded from, and end held, so "excluded yet holding" has
+        answers. Segments are made long enough that they stay fewer than the grants.
+        """
+        flat = [(a, k) for a, app in enumerate(self._apps) for k in range(len(app.entitlement_ids))]
+        self._flat_entitlements = flat
+        n_users = len(self.user_ids)
+        grants = len(flat) * n_users
+        self._grants = grants
+        self._k64 = int.from_bytes(self._key[:8], "little")
+        self._seg_min = max(2, -(-3 * events // grants))
+        rounds = 3 * self._seg_min + 9
+        self._lanes = max(1, -(-events // rounds))
+        multiplier = _mix(self._k64, 10, 0) % grants | 1
+        while math.gcd(multiplier, grants) != 1:
+            multiplier += 1
+        self._multiplier, self._offset = multiplier, _mix(self._k64, 11, 0) % grants
+        inverse = pow(multiplier, -1, grants)
+        flat_index = {ent: n for n, ent in enumerate(flat)}
+        featured = [
+            flat_index[key] * n_users + u
+            for key, members in self._exclusions.items()
+            for u in members[:FEATURED_PER_ENTITLEMENT]
+        ][: self._lanes]
+        # tau: a permutation of segment numbers with pi(tau(i)) = featured[i].
+        wanted = [(x - self._offset) * inverse % grants for x in featured]
+        self._tau = dict(enumerate(wanted))
+        taken, small = set(wanted), range(len(wanted))
+        freed = sorted(set(small) - taken)
+        self._tau.update(zip(sorted(taken - set(small)), freed, strict=True))
+        self._featured = len(featured)
+        max_rounds = -(-events // self._lanes) if events else 0
+        if max(0, (max_rounds - 1) // self._seg_min + 1) * self._lanes > grants:
+            raise ValueError("more grant histories than grants: add users or entitlements")
+
+    def _grant(self, segment: int) -> tuple[int, int, int]:
+        """(app, entitlement, user) of a segment number."""
+        x = (self._multiplier * self._tau.get(segment, segment) + self._offset) % self._grants
+        e, u = divmod(x, len(self.user_ids))
+        a, k = self._flat_entitlements[e]
+        return a, k, u
+
+    def _slot(self, p: int) -> tuple[int, int, bool]:
+        """Position p's own lane occurrence: (segment, NOISE or TOGGLE, held before it)."""
+        lane, rnd = p % self._lanes, p // self._lanes
+        seg_len = self._seg_min + _mix(self._k64, 1, lane) % (self._seg_min + 6)
+        seg, offset = divmod(rnd, seg_len)
+        q = seg * self._lanes + lane
+        featured = q < self._featured
+        held0 = featured or _mix(self._k64, 2, q) % 4 == 0
+        unit, half = divmod(offset, 2)
+        if featured and seg_len % 2 and unit == seg_len // 2:
+            kind = NOISE  # a featured grant must end held: no half-done toggle at its end
+        else:
+            kind = TOGGLE if _mix(self._k64, 3, q * 4096 + unit) % 100 < 82 else NOISE
+        return q, kind, held0 if half == 0 else held0 ^ (kind == TOGGLE)
+
+    def _twinned(self, p: int, draw: int) -> bool:
+        """Whether even position p (a noise slot) takes position p+1 as its same-instant twin."""
+        return (
+            p % 2 == 0
+            and p + 1 < self.size
+            and draw == 0
+            and self._slot(p)[1] == NOISE
+            and self._slot(p + 1)[1] == NOISE
+        )
+
+    def _draws(self, i: int) -> tuple[int, int, int, int, int, int]:
+        """Per-position randomness: (kind, ticket?, ticket, digits, twin, rest)."""
         digest = hashlib.blake2b(i.to_bytes(8, "little"), key=self._key, digest_size=32).digest()
         h = int.from_bytes(digest, "little")
-        h, a = divmod(h, len(self._apps))
-        h, k = divmod(h, len(self._apps[a].entitlement_ids))
-        h, u = divmod(h, len(self.user_ids))
         h, kind = divmod(h, 1000)
-        if kind < 540:
-            event_type = "GRANT_EVENT_TYPE_ADDED"
-        elif kind < 950:
-            event_type = "GRANT_EVENT_TYPE_REMOVED"
-        elif kind < 980:
-            event_type = "GRANT_EVENT_TYPE_UNSPECIFIED"
-        else:
-            event_type = "GRANT_EVENT_TYPE_MODIFIED"  # newer than the spec: must be tolerated
         h, has_ticket = divmod(h, 10)
         h, ticket = divmod(h, self.tickets)
         h, digits = divmod(h, 4)
-        if i < self.size:
-            jitter = h % self.window
-            date = precise(self.base + i * self.step + jitter, DIGITS[digits])
+        h, twin = divmod(h, 3)
+        return kind, has_ticket, ticket, digits, twin, h
+
+    def event(self, i: int) -> Event:
+        if i >= self.size:
+            return self._added[i - self.size]
+        kind_draw, has_ticket, ticket, digits, twin_draw, h = self._draws(i)
+        ticket = ticket if has_ticket < 6 else -1
+        q, kind, held = self._slot(i)
+        if i % 2 and kind == NOISE and self._twinned(i - 1, self._draws(i - 1)[4]):
+            partner = self.event(i - 1)
+            opposite = (
+                lifecycle.ADDED if partner.event_type == lifecycle.REMOVED else lifecycle.REMOVED
+            )
+            return partner._replace(event_type=opposite, ticket=ticket)
+        a, k, u = self._grant(q)
+        twinned = kind == NOISE and self._twinned(i, twin_draw)
+        if kind == TOGGLE or twinned:
+            event_type = lifecycle.REMOVED if held else lifecycle.ADDED
+        elif kind_draw < 400:
+            event_type = lifecycle.UNSPECIFIED
+        elif kind_draw < 600:
+            event_type = "GRANT_EVENT_TYPE_MODIFIED"  # newer than the spec: must be tolerated
+        else:  # redundant: changes nothing
+            event_type = lifecycle.ADDED if held else lifecycle.REMOVED
+        # A twin partner's date must also lie in position i+1's range: it shares it.
+        jitter = self.step + h % (self.window - self.step) if twinned else h % self.window
+        date = precise(self.base + i * self.step + jitter, DIGITS[digits])
+        return Event(a, k, u, event_type, ticket, date)
+
+    def _continue_lifecycle(self, i: int, date: int) -> Event:
+        """An event added at run time: the next step of some lane's latest grant."""
+        lane = _mix(self._k64, 4, i) % self._lanes
+        if lane < self.size:
+            last = lane + (self.size - 1 - lane) // self._lanes * self._lanes
+            q, kind, held = self._slot(last)
+            held ^= kind == TOGGLE
         else:
-            date = self._added[i - self.size]
-        return Event(a, k, u, event_type, ticket if has_ticket < 6 else -1, date)
+            q, held = lane, False
+        a, k, u = self._grant(q)
+        grant = (a, k, u)
+        held = self._added_held.get(grant, held)
+        draw = _mix(self._k64, 5, i)
+        if draw % 100 < 85:
+            event_type = lifecycle.REMOVED if held else lifecycle.ADDED
+            self._added_held[grant] = not held
+        elif draw % 100 < 93:
+            event_type = lifecycle.UNSPECIFIED
+        else:
+            event_type = "GRANT_EVENT_TYPE_MODIFIED"
+        ticket = (draw >> 11) % self.tickets if (draw >> 7) % 10 < 6 else -1
+        return Event(a, k, u, event_type, ticket, date)
 
     def feed_object(self, e: Event) -> dict[str, Any]:
         app = self._apps[e.app]
@@ -426,7 +564,7 @@ class Dataset:
         with self._lock:
             for value in dates or ():
                 ns = to_ns(value)
-                self._added.append(ns)
+                self._added.append(self._continue_lifecycle(self.total, ns))
                 self._max_date = max(self._max_date, ns)
             for _ in range(count):
                 rng = random.Random(f"{self.seed}:added:{self.total}")
@@ -434,6 +572,40 @@ class Dataset:
                 date = precise(self._max_date + step, rng.choice(DIGITS))
                 if date <= self._max_date:  # rounding to a coarse form went back: use ns
                     date = precise(self._max_date + step, 9)
-                self._added.append(date)
+                self._added.append(self._continue_lifecycle(self.total, date))
                 self._max_date = date
             return self.total
+
+    # ----- ground truth of access -----------------------------------------------------------
+
+    def intervals(self) -> list[lifecycle.Interval]:
+        """Every grant interval the feed so far implies (emulator/lifecycle.py's rules)."""
+        return lifecycle.intervals(self.feed_object(self.event(i)) for i in range(self.total))
+
+    def grants_at(self, at: str | datetime | int | None = None) -> list[lifecycle.Interval]:
+        """The intervals holding at an instant (None: now, i.e. those not revoked)."""
+        return lifecycle.held_at(self.intervals(), None if at is None else to_ns(at))
+
+    def excluded_users(self, at: str | datetime | int | None = None) -> list[dict[str, Any]]:
+        """One row per automation exclusion: who, and whether they hold that entitlement."""
+        held = {i[:3] for i in self.grants_at(at)}
+        rows = []
+        for (a, k), members in self._exclusions.items():
+            app = self._apps[a]
+            for u in members:
+                user = make_user(self.user_context(), u)
+                app_user = self._app_users[a][u]
+                rows.append(
+                    {
+                        "app_id": app.id,
+                        "app_entitlement_id": app.entitlement_ids[k],
+                        "app_user_id": app_user,
+                        "user_id": user["id"],
+                        "display_name": user.get("displayName"),
+                        "email": user.get("email"),
+                        "status": user.get("status"),
+                        "directory_status": user.get("directoryStatus"),
+                        "holds_entitlement": (app.id, app.entitlement_ids[k], app_user) in held,
+                    }
+                )
+        return rows

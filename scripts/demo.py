@@ -1,12 +1,14 @@
-"""The main job, end to end on this machine: the emulator, two Meltano runs, and what arrived.
+"""The main job, end to end on this machine: the emulator, two Meltano runs, and answers.
 
 1. starts the emulator with a realistic dataset (``python -m emulator``);
-2. ``meltano run tap-accessgov target-jsonl`` (or ``target-postgres`` when a PostgreSQL URL is
-   given with ``--postgres-url`` or ``ACCESSGOV_DEMO_POSTGRES_URL``), from a clean slate;
-3. answers two compliance questions with SQL over what was loaded (DuckDB over the JSONL
-   files, or PostgreSQL);
+2. ``meltano run tap-accessgov target-jsonl dbt-duckdb:build`` (or ``target-postgres
+   dbt-postgres:build`` when a PostgreSQL URL is given with ``--postgres-url`` or
+   ``ACCESSGOV_DEMO_POSTGRES_URL``), from a clean slate: the load, then the access-history
+   models (transform/) built over what was loaded;
+3. answers compliance questions from the models (DuckDB file .demo/accessgov.duckdb, or the
+   PostgreSQL schema <schema>_analytics);
 4. adds events to the emulator and runs again: only the new events (and those at the
-   bookmark instant) arrive;
+   bookmark instant) arrive, the models are rebuilt and answer again;
 5. stops the emulator, also when something fails.
 """
 
@@ -21,90 +23,129 @@ import sys
 import time
 import typing as t
 import urllib.request
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / ".demo"
 OUTPUT = DEMO / "output"
+DUCKDB_FILE = DEMO / "accessgov.duckdb"
 BIN = Path(sys.executable).parent
 PORT = 8765
-SCHEMA = "accessgov"
-EVENT_KEY = '"appId", "appEntitlementId", "appUserId", "eventType", "date"'
+AS_OF_DAYS = 90  # the point-in-time question: who held it this many days ago
 
+BUSIEST = """
+    SELECT app_id, app_entitlement_id, count(*) AS events
+    FROM {models}.stg_grant_events
+    GROUP BY app_id, app_entitlement_id
+    ORDER BY events DESC, app_id, app_entitlement_id
+    LIMIT 1
+"""
 QUESTIONS = {
-    "Grant events added and removed per app in the last 30 days (deduplicated on the key)": f"""
-        SELECT "appId" AS app,
-               count(*) FILTER (WHERE "eventType" = 'GRANT_EVENT_TYPE_ADDED') AS added,
-               count(*) FILTER (WHERE "eventType" = 'GRANT_EVENT_TYPE_REMOVED') AS removed
-        FROM (SELECT DISTINCT {EVENT_KEY} FROM {{grant_feed}}) AS events
-        WHERE CAST("date" AS TIMESTAMPTZ) >= now() - INTERVAL '30 days'
-        GROUP BY 1 ORDER BY 2 DESC, 1
+    "Grant events by type (stg_grant_events: distinct events; rows loaded include re-reads)": """
+        SELECT event_type, lifecycle_action, events, rows_loaded
+        FROM {models}.grant_event_types ORDER BY events DESC
     """,
-    "Users excluded from automation on more than one entitlement (top 10)": """
-        SELECT u."displayName" AS user_name, u."email" AS email,
-               count(DISTINCT e."appId" || '/' || e."appEntitlementId") AS entitlements
-        FROM {automation_exclusions} AS e JOIN {users} AS u ON u."id" = e."userId"
-        GROUP BY 1, 2 HAVING count(DISTINCT e."appId" || '/' || e."appEntitlementId") > 1
-        ORDER BY 3 DESC, 1 LIMIT 10
+    "Current holders of the busiest entitlement ({app_id} / {app_entitlement_id}), "
+    "latest 10 (current_grants)": """
+        SELECT app_user_id, granted_at, granted_ticket_id,
+               count(*) OVER () AS holders_in_total
+        FROM {models}.current_grants
+        WHERE app_id = '{app_id}' AND app_entitlement_id = '{app_entitlement_id}'
+        ORDER BY granted_at DESC NULLS LAST, app_user_id LIMIT 10
+    """,
+    "Access granted without a ticket in the last 30 days, per app (grants_without_ticket)": """
+        SELECT app_id,
+               count(*) AS ticketless_grants,
+               sum(CASE WHEN opened_access THEN 1 ELSE 0 END) AS that_opened_access,
+               count(DISTINCT app_user_id) AS app_users
+        FROM {models}.grants_without_ticket
+        WHERE granted_at >= {now} - INTERVAL '30 days'
+        GROUP BY app_id ORDER BY ticketless_grants DESC, app_id
+    """,
+    "Excluded from automation, DISABLED in the directory, and still holding the entitlement "
+    "(excluded_users; first 10)": """
+        SELECT display_name, email, status, app_entitlement_id, held_since,
+               count(*) OVER () AS rows_in_total
+        FROM {models}.excluded_users
+        WHERE directory_status = 'DISABLED' AND holds_entitlement
+        ORDER BY display_name, app_entitlement_id LIMIT 10
+    """,
+    "Who held the busiest entitlement on {as_of} (access_as_of; first 10)": """
+        SELECT app_user_id, granted_at, granted_ticket_id, count(*) OVER () AS holders_in_total
+        FROM {models}.access_as_of
+        WHERE app_id = '{app_id}' AND app_entitlement_id = '{app_entitlement_id}'
+        ORDER BY granted_at DESC NULLS LAST, app_user_id LIMIT 10
     """,
 }
-COUNTS = f"""
-    SELECT 'grant_feed' AS stream, count(*) AS rows_loaded,
-           (SELECT count(*) FROM (SELECT DISTINCT {EVENT_KEY} FROM {{grant_feed}}) AS k) AS distinct_keys
-    FROM {{grant_feed}}
-    UNION ALL SELECT 'automation_exclusions', count(*),
-           (SELECT count(*) FROM (SELECT DISTINCT "appId", "appEntitlementId", "userId"
-                                  FROM {{automation_exclusions}}) AS k)
-    FROM {{automation_exclusions}}
-    UNION ALL SELECT 'users', count(*), (SELECT count(DISTINCT "id") FROM {{users}}) FROM {{users}}
-"""
 
 
 class Warehouse(t.Protocol):
+    models: str
+    now: str
+
     def query(self, sql: str) -> tuple[list[str], list[tuple[t.Any, ...]]]: ...
 
 
-class JsonlFiles:
-    """DuckDB over the files target-jsonl appended to."""
+class DuckDBFile:
+    """The DuckDB database dbt-duckdb built the models into (opened per query: dbt needs the
+    file to itself while it builds)."""
 
-    def __init__(self, directory: Path) -> None:
-        import duckdb
+    models = "analytics"
+    now = "now()"
 
-        self._db = duckdb.connect()
-        self._tables = {
-            name: f"read_json_auto('{directory / (name + '.jsonl')}', format='newline_delimited')"
-            for name in ("grant_feed", "automation_exclusions", "users")
-        }
+    def __init__(self, path: Path) -> None:
+        self._path = path
 
     def query(self, sql: str) -> tuple[list[str], list[tuple[t.Any, ...]]]:
-        cursor = self._db.execute(sql.format(**self._tables))
-        return [d[0] for d in cursor.description], cursor.fetchall()
+        import duckdb
+
+        with duckdb.connect(str(self._path), read_only=True) as db:
+            cursor = db.execute(sql)
+            return [d[0] for d in cursor.description], cursor.fetchall()
 
 
 class Postgres:
-    """The tables target-postgres wrote."""
+    """The schemas target-postgres loaded (`schema`) and dbt-postgres built the models into
+    (`schema`_analytics)."""
 
-    def __init__(self, url: str) -> None:
+    now = "now()"
+
+    def __init__(self, url: str, schema: str) -> None:
         import psycopg
 
         self._db = psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://"))
         self._db.autocommit = True
-        self._tables = {
-            name: f'{SCHEMA}."{name}"' for name in ("grant_feed", "automation_exclusions", "users")
-        }
+        self.schema, self.models = schema, f"{schema}_analytics"
 
     def query(self, sql: str) -> tuple[list[str], list[tuple[t.Any, ...]]]:
         with self._db.cursor() as cursor:
-            cursor.execute(sql.format(**self._tables).replace("%", "%%"))
+            cursor.execute(sql.replace("%", "%%"))
             return [d.name for d in cursor.description or []], cursor.fetchall()
 
     def reset(self) -> None:
-        self._db.execute(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
+        for schema in (self.schema, self.models):
+            self._db.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+def libpq_env(url: str) -> dict[str, str]:
+    """PGHOST, PGPORT, ... for a URL: what the dbt-postgres profile reads."""
+    parts = urlsplit(url.replace("postgresql+psycopg://", "postgresql://"))
+    env = {
+        "PGHOST": parts.hostname or "127.0.0.1",
+        "PGPORT": str(parts.port or 5432),
+        "PGUSER": parts.username or "postgres",
+        "PGDATABASE": parts.path.lstrip("/") or "postgres",
+    }
+    if parts.password:
+        env["PGPASSWORD"] = parts.password
+    return env
 
 
 def print_table(title: str, columns: list[str], rows: list[tuple[t.Any, ...]]) -> None:
     print(f"\n{title}")
-    cells = [columns, *[["" if v is None else str(v) for v in row] for row in rows]]
+    cells = [columns, *[[format_value(v) for v in row] for row in rows]]
     widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
     for n, row in enumerate(cells):
         print(
@@ -178,12 +219,33 @@ def start_emulator(events: int) -> subprocess.Popen[bytes]:
     return process
 
 
-def summary(warehouse: Warehouse, label: str) -> dict[str, int]:
-    columns, rows = warehouse.query(COUNTS)
-    print_table(f"== {label}: rows per stream ==", columns, rows)
+def format_value(value: t.Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, datetime):
+        return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+    return str(value)
+
+
+def answers(warehouse: Warehouse, label: str, as_of: str) -> int:
+    """Print the answers of the models; returns the grant feed rows loaded so far."""
+    print(f"\n== {label}: answers from the models ==")
+    _, busiest = warehouse.query(BUSIEST.format(models=warehouse.models))
+    app_id, app_entitlement_id, _ = busiest[0]
+    values = {
+        "models": warehouse.models,
+        "now": warehouse.now,
+        "app_id": app_id,
+        "app_entitlement_id": app_entitlement_id,
+        "as_of": as_of,
+    }
     for title, sql in QUESTIONS.items():
-        print_table(title, *warehouse.query(sql))
-    return {row[0]: row[1] for row in rows}
+        columns, rows = warehouse.query(sql.format(**values))
+        print_table(title.format(**values), columns, rows)
+    _, loaded = warehouse.query(
+        f"SELECT sum(rows_loaded) FROM {warehouse.models}.grant_event_types"
+    )
+    return int(loaded[0][0])
 
 
 def main() -> None:
@@ -193,13 +255,19 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=30_000, help="grant events in the emulator")
     parser.add_argument("--new-events", type=int, default=750, help="events added before run 2")
     parser.add_argument("--postgres-url", default=os.environ.get("ACCESSGOV_DEMO_POSTGRES_URL"))
+    parser.add_argument(
+        "--schema",
+        default="accessgov",
+        help="PostgreSQL: schema to load (recreated); the models go to <schema>_analytics",
+    )
     args = parser.parse_args()
 
-    target = "target-postgres" if args.postgres_url else "target-jsonl"
+    as_of = (datetime.now(UTC) - timedelta(days=AS_OF_DAYS)).strftime("%Y-%m-%dT%H:%M:%SZ")
     env = {
         **os.environ,
         "MELTANO_SEND_ANONYMOUS_USAGE_STATS": "false",
         "MELTANO_ENVIRONMENT": "emulator",
+        "ACCESSGOV_AS_OF": as_of,  # the instant of the access_as_of model
     }
     DEMO.mkdir(exist_ok=True)
     meltano("install", env=env, log="meltano-install.log")
@@ -214,41 +282,55 @@ def main() -> None:
         }
         warehouse: Warehouse
         if args.postgres_url:
-            env["TARGET_POSTGRES_SQLALCHEMY_URL"] = args.postgres_url
-            warehouse = Postgres(args.postgres_url)
-            warehouse.reset()
+            pipeline = ["tap-accessgov", "target-postgres", "dbt-postgres:build"]
+            postgres = Postgres(args.postgres_url, args.schema)
+            env |= libpq_env(args.postgres_url) | {
+                "TARGET_POSTGRES_SQLALCHEMY_URL": args.postgres_url,
+                "TARGET_POSTGRES_DEFAULT_TARGET_SCHEMA": postgres.schema,
+                "DBT_POSTGRES_SOURCE_SCHEMA": postgres.schema,
+                "DBT_POSTGRES_SCHEMA": postgres.models,
+            }
+            postgres.reset()
+            warehouse = postgres
         else:
+            pipeline = ["tap-accessgov", "target-jsonl", "dbt-duckdb:build"]
+            env |= {
+                "TARGET_JSONL_DESTINATION_PATH": str(OUTPUT),
+                "DBT_DUCKDB_JSONL_DIR": str(OUTPUT),
+                "DBT_DUCKDB_DATABASE_PATH": str(DUCKDB_FILE),
+            }
             shutil.rmtree(OUTPUT, ignore_errors=True)
-            warehouse = JsonlFiles(OUTPUT)
+            OUTPUT.mkdir(parents=True)
+            DUCKDB_FILE.unlink(missing_ok=True)
+            warehouse = DuckDBFile(DUCKDB_FILE)
 
-        meltano("run", "--full-refresh", "tap-accessgov", target, env=env, log="run-1.log")
-        first = summary(warehouse, "After the first run")
+        meltano("run", "--full-refresh", *pipeline, env=env, log="run-1.log")
+        first = answers(warehouse, "After the first run", as_of)
 
         added = emulator_call("/_emulator/events", {"count": args.new_events})
         print(
             f"\nThe emulator now has {added.get('total', '?')} grant events ({args.new_events} new)."
         )
-        meltano("run", "tap-accessgov", target, env=env, log="run-2.log")
-        second = summary(warehouse, "After the second (incremental) run")
+        meltano("run", *pipeline, env=env, log="run-2.log")
+        second = answers(warehouse, "After the second (incremental) run", as_of)
 
-        new_rows = second["grant_feed"] - first["grant_feed"]
-        key = EVENT_KEY.replace('"', "")
+        new_rows = second - first
         if args.postgres_url:
             print(
                 f"\nThe second run added {new_rows} grant feed rows for the {args.new_events} new "
                 "events. Events at the bookmark instant were read again (the feed's 'after' is "
-                f"inclusive) and target-postgres merged them on the primary key ({key})."
+                "inclusive) and target-postgres merged them on the primary key."
             )
         else:
             print(
                 f"\nThe second run appended {new_rows} grant feed rows: the {args.new_events} new "
                 f"events and {new_rows - args.new_events} re-read at the bookmark instant (the "
-                f"feed's 'after' is inclusive). JSONL only appends: dedupe on ({key}), as the "
-                "queries above do."
+                "feed's 'after' is inclusive). JSONL only appends; the models' staging layer "
+                "dedupes on the stream's primary key."
             )
         print(
-            "Automation exclusions and users are full-table streams: every run extracts them "
-            "in full."
+            "Current access is complete only when the extraction's start_date precedes the "
+            "tenant's first grant (README, Models)."
         )
     finally:
         emulator.terminate()

@@ -1,0 +1,41 @@
+{# Small cross-database helpers: the same SQL on DuckDB and PostgreSQL. #}
+
+{% macro json_text(column, key) -%}
+    {#- A JSON object's field as text: PostgreSQL jsonb, DuckDB JSON or STRUCT alike. -#}
+    ({{ column }} ->> '{{ key }}')
+{%- endmacro %}
+
+{% macro timestamp_tz(expression) -%}
+    cast({{ expression }} as timestamp with time zone)
+{%- endmacro %}
+
+{% macro as_of_instant(at=none) -%}
+    {#- The instant `at` (text), else the var as_of, else ACCESSGOV_AS_OF, else now. -#}
+    {%- set value = at if at is not none else var('as_of', none) -%}
+    {%- if value is none -%}{%- set value = env_var('ACCESSGOV_AS_OF', '') -%}{%- endif -%}
+    {%- if value is none or value == '' -%}
+        {{ dbt.current_timestamp() }}
+    {%- else -%}
+        {{ timestamp_tz("'" ~ value ~ "'") }}
+    {%- endif -%}
+{%- endmacro %}
+
+{% macro access_as_of(at=none) -%}
+    {#-
+      The grants held at one instant, for use in your own models:
+          select * from ({{ access_as_of('2025-03-01T00:00:00Z') }}) as held
+      At `at` every event dated at or before it has applied: an interval revoked exactly then
+      no longer holds, one granted exactly then does. Complete only when the extraction's
+      start_date precedes the tenant's first grant (see README "Models").
+    -#}
+    select
+        app_id,
+        app_entitlement_id,
+        app_user_id,
+        granted_at,
+        granted_ticket_id,
+        {{ as_of_instant(at) }} as as_of
+    from {{ ref('grant_intervals') }}
+    where (granted_at is null or granted_at <= {{ as_of_instant(at) }})
+      and (revoked_at is null or revoked_at > {{ as_of_instant(at) }})
+{%- endmacro %}

@@ -1,0 +1,7 @@
+-- One row per automation exclusion (full-table stream: JSONL repeats it every run).
+select distinct
+    "appId" as app_id,
+    "appEntitlementId" as app_entitlement_id,
+    "appUserId" as app_user_id,
+    "userId" as user_id
+from {{ source('accessgov', 'automation_exclusions') }}
