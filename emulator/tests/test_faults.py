@@ -1,0 +1,92 @@
+"""Faults on demand: gateway errors with Retry-After, transport faults, paths, seeding, latency."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import requests
+
+from emulator import Dataset, Emulator
+from emulator.tests.conftest import (
+    FEED,
+    assertion,
+    assertion_form,
+    exclusions_url,
+    feed,
+    login,
+    token_request,
+)
+
+# ----- faults ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["429", "500", "502", "503", "504"])
+def test_gateway_error_faults(api, emu: Emulator, ds: Dataset, kind: str) -> None:
+    emu.reset_stats()
+    emu.faults.add(kind=kind, path=FEED, times=2)
+    for _ in range(2):
+        response = feed(api, emu, {})
+        assert response.status_code == int(kind)
+        assert response.json()["code"] in (8, 13, 14)
+        if kind == "429":
+            assert response.headers["Retry-After"] == "1"
+    assert feed(api, emu, {}).json()["list"] == ds.feed_entries()[:25]
+    assert emu.stats["faults_by_kind"] == {kind: 2}
+    assert emu.stats["faults_injected"] == 2
+
+
+def test_retry_after_as_http_date(api, emu: Emulator) -> None:
+    date = "Wed, 21 Oct 2015 07:28:00 GMT"
+    emu.faults.add(kind="429", retry_after=date)
+    assert feed(api, emu, {}).headers["Retry-After"] == date
+
+
+def test_transport_faults(api, emu: Emulator, ds: Dataset) -> None:
+    emu.faults.add(kind="drop")
+    with pytest.raises(requests.ConnectionError):
+        feed(api, emu, {})
+    emu.faults.add(kind="malformed")
+    malformed = feed(api, emu, {})
+    assert malformed.status_code == 200
+    with pytest.raises(ValueError, match="Expecting value"):
+        malformed.json()
+    emu.faults.add(kind="truncated")
+    with pytest.raises((requests.ConnectionError, requests.exceptions.ChunkedEncodingError)):
+        feed(api, emu, {})
+    emu.faults.add(kind="slow", delay=0.5)
+    with pytest.raises(requests.ReadTimeout):
+        api.post(emu.url + FEED, json={}, timeout=0.2)
+    assert feed(api, emu, {}).json()["list"] == ds.feed_entries()[:25]
+
+
+def test_faults_respect_paths(api, emu: Emulator, ds: Dataset) -> None:
+    emu.faults.add(kind="503", path="/api/v1/apps", times=1)
+    assert feed(api, emu, {}).status_code == 200
+    assert (
+        api.get(exclusions_url(emu, *ds.exclusion_entitlements[0]), timeout=10).status_code == 503
+    )
+    emu.faults.add(kind="503", times=1)  # any /api/ path, never the token endpoint
+    assert login(emu) is not None
+    assert feed(api, emu, {}).status_code == 503
+    emu.faults.add(kind="500", path="/auth/v1/token")
+    assert token_request(emu, **assertion_form(assertion())).status_code == 500
+
+
+def test_random_faults_are_seeded(api, emu: Emulator) -> None:
+    def run() -> list[int]:
+        emu.faults.random(rate=0.5, kinds=("500", "503"), seed=3)
+        return [feed(api, emu, {}).status_code for _ in range(20)]
+
+    first = run()
+    assert first == run()
+    assert {200, 500, 503} <= set(first)
+    emu.faults.clear()
+    assert feed(api, emu, {}).status_code == 200
+
+
+def test_latency(api, emu: Emulator) -> None:
+    emu.latency = 0.2
+    started = time.perf_counter()
+    feed(api, emu, {})
+    assert time.perf_counter() - started >= 0.2
