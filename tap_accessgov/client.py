@@ -199,9 +199,26 @@ class AccessGovStream(RESTStream[str | None]):
     def backoff_max_tries(self) -> int:
         return int(self.config.get("max_retries", 5)) + 1
 
+    def pin_proxies(self) -> None:
+        """Resolve the proxy for the one API host once, instead of on every request.
+
+        requests re-reads the proxy environment (HTTPS_PROXY, NO_PROXY ...) and ~/.netrc on
+        every send of a session that trusts the environment: ~8% of a grant_feed sync in a
+        profile. Every call of a run goes to the same host, so the environment's answer for
+        it is pinned on the session and the session stops asking. The CA bundle was pinned
+        in __init__; the Authorization header comes from the authenticator, never ~/.netrc.
+        Called when a sync starts (api_url is valid then; discovery must not need it).
+        """
+        session = self.requests_session
+        if session.trust_env:
+            settings = session.merge_environment_settings(self.url_base, {}, None, None, None)
+            session.proxies.update(settings["proxies"])
+            session.trust_env = False
+
     @override
     def request_decorator(self, func: t.Callable[..., t.Any]) -> t.Callable[..., t.Any]:
         """The SDK's retries, then one clear fatal error naming the call and what failed last."""
+        self.pin_proxies()
         retried = super().request_decorator(func)
         tries = self.backoff_max_tries()
 
