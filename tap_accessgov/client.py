@@ -27,6 +27,8 @@ from tap_accessgov.auth import RETRY_AFTER_CAP, AccessGovAuthenticator, service_
 if t.TYPE_CHECKING:
     from types import TracebackType
 
+    from singer_sdk.helpers.types import Context
+
     from tap_accessgov.tap import TapAccessGov
 
 BACKOFF_CAP = 30.0
@@ -247,6 +249,20 @@ class AccessGovStream(RESTStream[str | None]):
     @override
     def get_new_paginator(self) -> NextPageTokenPaginator:
         return NextPageTokenPaginator()
+
+    @override
+    def generate_child_contexts(
+        self, record: dict[str, t.Any], context: Context | None
+    ) -> t.Iterable[Context | None]:
+        """No contexts for a stream without child streams (grant_feed).
+
+        The SDK's default yields the record itself as a context, which the SDK (0.54) then
+        copies and hands to an empty loop over child streams: a dict copy and two generator
+        steps per record for nothing (~10% of a grant_feed sync in a profile).
+        """
+        if not self.child_streams:
+            return ()
+        return super().generate_child_contexts(record, context)
 
     @override
     def validate_response(self, response: requests.Response) -> None:
