@@ -13,7 +13,6 @@ from urllib.parse import urlsplit
 
 from singer_sdk import Tap
 from singer_sdk import typing as th
-from singer_sdk.contrib.msgspec import MsgSpecWriter
 from singer_sdk.exceptions import ConfigValidationError, FatalAPIError
 from typing_extensions import override
 
@@ -28,6 +27,7 @@ from tap_accessgov.auth import (
     parse_client_id,
     parse_client_secret,
 )
+from tap_accessgov.output import BufferedMsgSpecWriter
 from tap_accessgov.streams import AutomationExclusionsStream, GrantFeedStream, UsersStream
 
 if t.TYPE_CHECKING:
@@ -275,8 +275,9 @@ class TapAccessGov(Tap):
 
     name = "tap-accessgov"
     config_jsonschema = CONFIG_SCHEMA
-    # msgspec serialises a record several times faster than the default simplejson writer.
-    message_writer_class = MsgSpecWriter
+    # msgspec serialises a record several times faster than the default simplejson writer;
+    # records are flushed in chunks (output.py).
+    message_writer_class = BufferedMsgSpecWriter
 
     def __init__(self, *args: t.Any, **kwargs: t.Any) -> None:
         super().__init__(*args, **kwargs)
