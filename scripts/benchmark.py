@@ -146,7 +146,7 @@ class PeakRss:
     def __init__(self, pid: int) -> None:
         self.pid = pid
         self.peak: dict[str, int] = {"tap": 0, "target": 0}
-        self._names: dict[int, str | None] = {}
+        self._names: dict[int, str] = {}
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._poll, daemon=True)
         self._thread.start()
@@ -159,20 +159,20 @@ class PeakRss:
         return [int(child) for child in text.split()]
 
     def _role(self, pid: int) -> str | None:
-        if pid not in self._names:
-            try:
-                argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            except OSError:
-                return None
-            program = " ".join(part.decode(errors="replace") for part in argv[:2])
-            self._names[pid] = (
-                "tap"
-                if "tap-accessgov" in program
-                else "target"
-                if "target-postgres" in program
-                else None
-            )
-        return self._names[pid]
+        """tap, target or None, from the command line. Only a tap or target is remembered:
+        a child is Meltano's fork (Meltano's command line) until it has exec'd the plugin."""
+        if pid in self._names:
+            return self._names[pid]
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            return None
+        program = " ".join(part.decode(errors="replace") for part in argv[:2])
+        if "tap-accessgov" in program:
+            self._names[pid] = "tap"
+        elif "target-postgres" in program:
+            self._names[pid] = "target"
+        return self._names.get(pid)
 
     def _poll(self) -> None:
         while not self._done.wait(0.02):
@@ -312,7 +312,9 @@ class Warehouse:
         return schema
 
     def rows(self, table: str) -> int:
-        return int(self.connection.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+        row = self.connection.execute(f"SELECT count(*) FROM {table}").fetchone()
+        assert row is not None
+        return int(row[0])
 
     def drop(self, schema: str) -> None:
         self.connection.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
