@@ -1,6 +1,6 @@
 """`python -m emulator`: run the emulator as a process for the demo and benchmarks.
 
-Prints one line with the URL, optionally writes a ready tap config and a ready file, and
+Prints one line with the URL, optionally writes the tenant's facts and a ready file, and
 serves until SIGTERM/SIGINT.
 """
 
@@ -46,7 +46,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--credential-seed", type=int, default=7)
     p.add_argument("--tenant", default="acme.accessgov.test")
-    p.add_argument("--write-config", metavar="PATH", help="write a tap config JSON here")
+    p.add_argument(
+        "--write-tenant",
+        metavar="PATH",
+        help="write the tenant's facts here (URL, credential, exclusion entitlements), as JSON",
+    )
     p.add_argument("--ready-file", metavar="PATH", help="write the URL here once listening")
     return p.parse_args(argv)
 
@@ -85,8 +89,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"emulator: cannot listen on 127.0.0.1:{args.port}: {err.strerror}", file=sys.stderr)
         return 1
     with emulator:
-        if args.write_config:
-            _write_atomically(args.write_config, json.dumps(emulator.tap_config(), indent=2) + "\n")
+        if args.write_tenant:
+            _write_atomically(args.write_tenant, json.dumps(emulator.tenant(), indent=2) + "\n")
         if args.ready_file:
             _write_atomically(args.ready_file, emulator.url + "\n")
         print(f"emulator listening on {emulator.url}", flush=True)

@@ -134,14 +134,17 @@ class Emulator:
         """Append feed events (see Dataset.add_events); returns the new event total."""
         return self.dataset.add_events(count=count, dates=dates)
 
-    def tap_config(self) -> dict[str, Any]:
-        """A ready tap config: credentials, this emulator's URL, every exclusion entitlement."""
-        start = (self.dataset.first_date - 3600 * NS) // NS * NS
+    def tenant(self) -> dict[str, Any]:
+        """What a client of this tenant is told, in the service's terms: where it answers, the
+        API credential, an instant before every grant event, and the app entitlements that
+        have automation exclusions. (How a client turns that into its settings is its own
+        business: the emulator knows nothing of the tap.)"""
+        before = (self.dataset.first_date - 3600 * NS) // NS * NS
         return {
+            "url": self.url,
             "client_id": self.credential.client_id,
             "client_secret": self.credential.client_secret,
-            "api_url": self.url,
-            "start_date": format_ns(start),
+            "before_first_event": format_ns(before),
             "exclusion_entitlements": [
                 {"app_id": app_id, "app_entitlement_id": ent_id}
                 for app_id, ent_id in self.dataset.exclusion_entitlements
@@ -151,7 +154,7 @@ class Emulator:
     def control(self, method: str, path: str, body: bytes) -> dict[str, Any]:
         """The `/_emulator/` endpoints: the Python controls, over HTTP."""
         action = path.removeprefix("/_emulator/")
-        readers = {"stats": lambda: self.stats, "config": self.tap_config}
+        readers = {"stats": lambda: self.stats, "tenant": self.tenant}
         if action in readers:
             if method != "GET":
                 raise method_not_allowed("GET")

@@ -10,7 +10,19 @@ In one run, alternating the two sides of each comparison and reporting medians:
 2. the tap's peak RSS on a 10k-event and on a 200k-event feed;
 3. automation_exclusions over 200 entitlements with 50 ms added to every response: the tap
    (max_concurrency 8) versus the same tap one request after another (max_concurrency 1);
-4. token requests per tap run, from the emulator's counters.
+4. token requests per tap run, from the emulator's counters;
+5. end to end (``--only e2e``): a raw fetch+COPY loop (requests, pages of 100, psycopg ``COPY``
+   of each event into a table with grant_feed's primary key) versus the project's own
+   ``meltano --environment emulator run tap-accessgov target-postgres`` as meltano.yml ships
+   it (only the emulator's URL, the secret and ``select: grant_feed`` come from the
+   environment), at 50,000 and 500,000 events: medians, ratio, rows loaded and the peak RSS
+   of the tap and of the target. ``--candidates`` compares loader settings side by side.
+
+Peak RSS under Meltano: Meltano starts the tap and the target as its own children, so
+``os.wait4`` on Meltano would report only the largest process of the tree. A thread polls
+``/proc/<pid>/status`` of Meltano's children every 20 ms and keeps each one's ``VmHWM`` (the
+kernel's peak resident set, the figure ``ru_maxrss`` reports); it can only miss growth in a
+process's last 20 ms.
 """
 
 from __future__ import annotations
@@ -22,6 +34,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import typing as t
 import urllib.request
@@ -53,11 +66,143 @@ print(records)
 """
 
 
+RAW_COPY_LOOP = """
+import json, sys, requests, psycopg
+config = json.load(open(sys.argv[1]))
+dsn, table = sys.argv[2], sys.argv[3]
+session = requests.Session()
+token = session.post(config["api_url"] + "/auth/v1/token", data={
+    "grant_type": "client_credentials", "client_id": config["client_id"],
+    "client_secret": config["client_secret"]}).json()["access_token"]
+session.headers["Authorization"] = "Bearer " + token
+columns = ('"appId", "appEntitlementId", "appUserId", "eventType", date, feed, '
+           '"appPath", "appUserPath", "entitlementPath", "ticketPath"')
+with psycopg.connect(dsn) as connection:
+    connection.execute(
+        f'CREATE TABLE {table} ("appId" text, "appEntitlementId" text, "appUserId" text, '
+        '"eventType" text, date timestamptz, feed jsonb, "appPath" text, "appUserPath" text, '
+        '"entitlementPath" text, "ticketPath" text, '
+        'PRIMARY KEY ("appId", "appEntitlementId", "appUserId", "eventType", date))')
+    body = {"pageSize": 100, "after": config["start_date"]}
+    with connection.cursor() as cursor:
+        while True:
+            page = session.post(config["api_url"] + "/api/v1/grants/feed", json=body).json()
+            with cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+                for entry in page.get("list") or []:
+                    feed = entry["feed"]
+                    copy.write_row((feed.get("appId"), feed.get("appEntitlementId"),
+                        feed.get("appUserId"),
+                        feed.get("eventType") or "GRANT_EVENT_TYPE_UNSPECIFIED",
+                        feed["date"], json.dumps(feed), entry.get("appPath"),
+                        entry.get("appUserPath"), entry.get("entitlementPath"),
+                        entry.get("ticketPath")))
+            if not page.get("nextPageToken"):
+                break
+            body["pageToken"] = page["nextPageToken"]
+"""
+
+# Loader and message-format candidates for --candidates: every knob set explicitly, so a
+# candidate does not depend on what meltano.yml ships. batch_config {} = RECORD messages.
+BATCH_GZIP = json.dumps(
+    {
+        "encoding": {"format": "jsonl", "compression": "gzip"},
+        "storage": {"root": "file://.meltano/run/tap-accessgov/batch"},
+        "batch_size": 10000,
+    }
+)
+
+
+def candidate(
+    *, validate: bool, copy: bool, metadata: bool, rows: int = 10000, batch: bool = False
+) -> dict[str, str]:
+    return {
+        "TAP_ACCESSGOV_BATCH_CONFIG": BATCH_GZIP if batch else "{}",
+        "TARGET_POSTGRES_VALIDATE_RECORDS": str(validate).lower(),
+        "TARGET_POSTGRES_USE_COPY": str(copy).lower(),
+        "TARGET_POSTGRES_ADD_RECORD_METADATA": str(metadata).lower(),
+        "TARGET_POSTGRES_BATCH_SIZE_ROWS": str(rows),
+    }
+
+
+CANDIDATES: dict[str, dict[str, str]] = {
+    "RECORD, 0.8.1 defaults (validate, INSERT, _sdc)": candidate(
+        validate=True, copy=False, metadata=True
+    ),
+    "RECORD, validate, COPY, _sdc": candidate(validate=True, copy=True, metadata=True),
+    "RECORD, no validation, COPY, _sdc": candidate(validate=False, copy=True, metadata=True),
+    "RECORD, no validation, COPY, no _sdc": candidate(validate=False, copy=True, metadata=False),
+    "RECORD, no validation, COPY, _sdc, 50k rows": candidate(
+        validate=False, copy=True, metadata=True, rows=50000
+    ),
+    "BATCH jsonl.gz, COPY (not shippable, README)": candidate(
+        validate=False, copy=True, metadata=False, batch=True
+    ),
+}
+
+
+class PeakRss:
+    """Peak RSS (MB) of the tap and the target that a Meltano process starts, from /proc."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.peak: dict[str, int] = {"tap": 0, "target": 0}
+        self._names: dict[int, str] = {}
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._thread.start()
+
+    def _children(self, pid: int) -> list[int]:
+        try:
+            text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+        except OSError:
+            return []
+        return [int(child) for child in text.split()]
+
+    def _role(self, pid: int) -> str | None:
+        """tap, target or None, from the command line. Only a tap or target is remembered:
+        a child is Meltano's fork (Meltano's command line) until it has exec'd the plugin."""
+        if pid in self._names:
+            return self._names[pid]
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            return None
+        program = " ".join(part.decode(errors="replace") for part in argv[:2])
+        if "tap-accessgov" in program:
+            self._names[pid] = "tap"
+        elif "target-postgres" in program:
+            self._names[pid] = "target"
+        return self._names.get(pid)
+
+    def _poll(self) -> None:
+        while not self._done.wait(0.02):
+            pending = self._children(self.pid)
+            while pending:
+                pid = pending.pop()
+                pending.extend(self._children(pid))
+                if (role := self._role(pid)) is None:
+                    continue
+                try:
+                    status = Path(f"/proc/{pid}/status").read_text()
+                except OSError:
+                    continue
+                for line in status.splitlines():
+                    if line.startswith("VmHWM:"):
+                        kb = int(line.split()[1])
+                        self.peak[role] = max(self.peak[role], kb // 1024)
+
+    def stop(self) -> dict[str, int]:
+        self._done.set()
+        self._thread.join()
+        return self.peak
+
+
 class EmulatorProcess:
-    """``python -m emulator`` on a free port, with its tap config."""
+    """``python -m emulator`` on a free port, and the tap's config for its tenant."""
 
     def __init__(self, workdir: Path, name: str, *args: str) -> None:
         self.config_path = workdir / f"{name}.json"
+        tenant_path = workdir / f"{name}-tenant.json"
         ready = workdir / f"{name}.ready"
         self.process = subprocess.Popen(
             [
@@ -66,8 +211,8 @@ class EmulatorProcess:
                 "emulator",
                 "--port",
                 "0",
-                "--write-config",
-                str(self.config_path),
+                "--write-tenant",
+                str(tenant_path),
                 "--ready-file",
                 str(ready),
                 *args,
@@ -80,11 +225,20 @@ class EmulatorProcess:
             if self.process.poll() is not None or time.monotonic() > deadline:
                 sys.exit(f"emulator {name} did not start")
             time.sleep(0.05)
-        self.config: dict[str, t.Any] = json.loads(self.config_path.read_text())
+        tenant = json.loads(tenant_path.read_text())
+        self.url: str = tenant["url"]
+        self.config: dict[str, t.Any] = {
+            "client_id": tenant["client_id"],
+            "client_secret": tenant["client_secret"],
+            "api_url": tenant["url"],
+            "start_date": tenant["before_first_event"],
+            "exclusion_entitlements": tenant["exclusion_entitlements"],
+        }
+        self.config_path.write_text(json.dumps(self.config))
 
     def control(self, path: str, body: dict[str, t.Any] | None = None) -> dict[str, t.Any]:
         request = urllib.request.Request(
-            f"{self.config['api_url']}/_emulator/{path}",
+            f"{self.url}/_emulator/{path}",
             data=None if body is None else json.dumps(body).encode(),
             method="GET" if body is None else "POST",
         )
@@ -138,84 +292,263 @@ def with_settings(emulator: EmulatorProcess, workdir: Path, name: str, **setting
     return path
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--events", type=int, default=200_000, help="grant events (large feed)")
-    parser.add_argument(
-        "--small-events", type=int, default=10_000, help="grant events (small feed)"
-    )
-    parser.add_argument("--rounds", type=int, default=3, help="alternations of each comparison")
-    parser.add_argument("--entitlements", type=int, default=200)
-    args = parser.parse_args()
+def postgres_dsn() -> str:
+    """libpq settings from the standard PG* variables, with the shipped defaults."""
+    env = os.environ
+    parts = {
+        "host": env.get("PGHOST", "127.0.0.1"),
+        "port": env.get("PGPORT", "5432"),
+        "user": env.get("PGUSER", "postgres"),
+        "dbname": env.get("PGDATABASE", "test"),
+    }
+    if env.get("PGPASSWORD"):
+        parts["password"] = env["PGPASSWORD"]
+    return " ".join(f"{key}={value}" for key, value in parts.items())
 
-    lines: list[str] = []
 
-    def report(line: str) -> None:
-        print(line, flush=True)
-        lines.append(line)
+class Warehouse:
+    """Schemas of this benchmark (bench_<pid>_*), all dropped at the end."""
 
-    with tempfile.TemporaryDirectory() as tmp:
-        workdir = Path(tmp)
-        big = EmulatorProcess(
-            workdir, "big", "--events", str(args.events), "--exclusion-entitlements", "1"
-        )
-        small = EmulatorProcess(
-            workdir, "small", "--events", str(args.small_events), "--exclusion-entitlements", "1"
-        )
-        slow = EmulatorProcess(
-            workdir,
-            "slow",
-            "--events",
-            "100",
-            "--exclusion-entitlements",
-            str(args.entitlements),
-            "--apps",
-            "40",
-            "--max-exclusions",
-            "60",
-            "--latency",
-            "0.05",
-        )
-        try:
-            feed_catalog = catalog_for(big.config_path, "grant_feed", workdir)
-            exclusions_catalog = catalog_for(slow.config_path, "automation_exclusions", workdir)
-            tokens: list[int] = []
+    def __init__(self) -> None:
+        import psycopg
 
-            def tap_run(
-                emulator: EmulatorProcess, config: Path, catalog: Path
-            ) -> tuple[float, int]:
-                emulator.control("reset-stats", {})
-                result = run(tap_command(config, catalog))
-                tokens.append(emulator.control("stats")["token_requests"])
-                return result
+        self.connection = psycopg.connect(postgres_dsn(), autocommit=True)
+        self.schemas: list[str] = []
 
-            report(
-                f"grant_feed: {args.events} events, pages of 100, {args.rounds} rounds alternating"
+    def new_schema(self, name: str) -> str:
+        schema = f"bench_{os.getpid()}_{name}_{len(self.schemas)}"
+        self.connection.execute(f"CREATE SCHEMA {schema}")
+        self.schemas.append(schema)
+        return schema
+
+    def rows(self, table: str) -> int:
+        row = self.connection.execute(f"SELECT count(*) FROM {table}").fetchone()
+        assert row is not None
+        return int(row[0])
+
+    def drop(self, schema: str) -> None:
+        self.connection.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+    def close(self) -> None:
+        for schema in self.schemas:
+            self.drop(schema)
+        self.connection.close()
+
+
+def meltano_env(emulator: EmulatorProcess, schema: str, workdir: Path) -> dict[str, str]:
+    """What a user exports (the secret) plus what differs in a benchmark run: the emulator's
+    free port, grant_feed only (the raw loop reads only the feed), a schema of our own."""
+    return {
+        **os.environ,
+        "TAP_ACCESSGOV_CLIENT_SECRET": emulator.config["client_secret"],
+        "TAP_ACCESSGOV_API_URL": emulator.config["api_url"],
+        "TAP_ACCESSGOV__SELECT": '["grant_feed.*"]',
+        "TARGET_POSTGRES_DEFAULT_TARGET_SCHEMA": schema,
+        "MELTANO_DATABASE_URI": f"sqlite:///{workdir / 'meltano.db'}",
+        "MELTANO_SEND_ANONYMOUS_USAGE_STATS": "false",
+    }
+
+
+def meltano_run(env: dict[str, str], log: Path) -> tuple[float, dict[str, int]]:
+    """Wall seconds of ``meltano run tap-accessgov target-postgres`` and the peak RSS (MB)
+    of its tap and target."""
+    command = [
+        str(BIN / "meltano"),
+        "--environment",
+        "emulator",
+        "run",
+        "--full-refresh",
+        "tap-accessgov",
+        "target-postgres",
+    ]
+    started = time.perf_counter()
+    with log.open("w") as output:
+        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=output, stderr=output)
+        rss = PeakRss(process.pid)
+        status = process.wait()
+    elapsed = time.perf_counter() - started
+    peak = rss.stop()
+    print(f"    (meltano run {elapsed:.1f} s, peak RSS {peak})", file=sys.stderr, flush=True)
+    if status != 0:
+        sys.exit(f"meltano run failed ({status}); its log: {log}\n{log.read_text()[-3000:]}")
+    return elapsed, peak
+
+
+def end_to_end(args: argparse.Namespace, workdir: Path, report: t.Callable[[str], None]) -> None:
+    warehouse = Warehouse()
+    try:
+        if not args.candidates:
+            # What every run pays before and after its data: Meltano's start, discovery, the
+            # start of tap and target (target-postgres imports for seconds), state handling.
+            tiny = EmulatorProcess(workdir, "e2e-fixed", "--events", "100")
+            try:
+                fixed = []
+                for _ in range(args.rounds):
+                    schema = warehouse.new_schema("fixed")
+                    fixed.append(
+                        meltano_run(meltano_env(tiny, schema, workdir), workdir / "m.log")[0]
+                    )
+                    warehouse.drop(schema)
+                report(
+                    f"end to end, fixed cost: meltano run of 100 events, median "
+                    f"{statistics.median(fixed):.2f} s ({args.rounds} runs)"
+                )
+            finally:
+                tiny.stop()
+        for events in args.e2e_events:
+            emulator = EmulatorProcess(
+                workdir, f"e2e{events}", "--events", str(events), "--exclusion-entitlements", "1"
             )
-            tap_times, raw_times = [], []
-            for _ in range(args.rounds):
-                tap_times.append(tap_run(big, big.config_path, feed_catalog)[0])
-                raw_times.append(run([sys.executable, "-c", RAW_LOOP, str(big.config_path)])[0])
-            tap_s, raw_s = statistics.median(tap_times), statistics.median(raw_times)
-            report(f"  tap  {args.events / tap_s:>9,.0f} records/s (median {tap_s:.2f} s)")
-            report(f"  raw  {args.events / raw_s:>9,.0f} records/s (median {raw_s:.2f} s)")
-            report(f"  throughput ratio tap/raw = {raw_s / tap_s:.2f}   (target >= 0.60)")
+            try:
+                if args.candidates:
+                    compare_candidates(emulator, events, args.rounds, warehouse, workdir, report)
+                    continue
+                report(
+                    f"end to end, grant_feed: {events:,} events into PostgreSQL, "
+                    f"{args.rounds} rounds alternating"
+                )
+                raw_times, run_times, tap_rss, target_rss = [], [], [], []
+                for _ in range(args.rounds):
+                    schema = warehouse.new_schema("raw")
+                    raw_times.append(
+                        run(
+                            [
+                                sys.executable,
+                                "-c",
+                                RAW_COPY_LOOP,
+                                str(emulator.config_path),
+                                postgres_dsn(),
+                                f"{schema}.grant_feed",
+                            ]
+                        )[0]
+                    )
+                    raw_rows = warehouse.rows(f"{schema}.grant_feed")
+                    warehouse.drop(schema)
+                    schema = warehouse.new_schema("meltano")
+                    elapsed, peak = meltano_run(
+                        meltano_env(emulator, schema, workdir), workdir / "meltano.log"
+                    )
+                    run_times.append(elapsed)
+                    tap_rss.append(peak["tap"])
+                    target_rss.append(peak["target"])
+                    run_rows = warehouse.rows(f"{schema}.grant_feed")
+                    warehouse.drop(schema)
+                    if not raw_rows == run_rows == events:
+                        sys.exit(f"rows: raw {raw_rows}, meltano run {run_rows}, events {events}")
+                raw_s, run_s = statistics.median(raw_times), statistics.median(run_times)
+                report(f"  raw fetch+COPY  {events / raw_s:>9,.0f} rows/s (median {raw_s:.2f} s)")
+                report(f"  meltano run     {events / run_s:>9,.0f} rows/s (median {run_s:.2f} s)")
+                report(f"  ratio raw/meltano-run = {raw_s / run_s:.2f}   (target >= 0.25)")
+                report(f"  rows in PostgreSQL = {events:,} each run (the emulator's events)")
+                report(
+                    f"  peak RSS: tap {statistics.median(tap_rss):.0f} MB, "
+                    f"target {statistics.median(target_rss):.0f} MB"
+                )
+            finally:
+                emulator.stop()
+    finally:
+        warehouse.close()
 
+
+def compare_candidates(
+    emulator: EmulatorProcess,
+    events: int,
+    rounds: int,
+    warehouse: Warehouse,
+    workdir: Path,
+    report: t.Callable[[str], None],
+) -> None:
+    report(f"loader candidates, grant_feed: {events:,} events, {rounds} rounds alternating")
+    times: dict[str, list[float]] = {name: [] for name in CANDIDATES}
+    peaks: dict[str, list[dict[str, int]]] = {name: [] for name in CANDIDATES}
+    for _ in range(rounds):
+        for name, settings in CANDIDATES.items():
+            schema = warehouse.new_schema("candidate")
+            env = {**meltano_env(emulator, schema, workdir), **settings}
+            elapsed, peak = meltano_run(env, workdir / "meltano.log")
+            rows = warehouse.rows(f"{schema}.grant_feed")
+            warehouse.drop(schema)
+            if rows != events:
+                sys.exit(f"{name}: {rows} rows loaded, {events} events")
+            times[name].append(elapsed)
+            peaks[name].append(peak)
+    for name in CANDIDATES:
+        median = statistics.median(times[name])
+        tap = statistics.median(p["tap"] for p in peaks[name])
+        target = statistics.median(p["target"] for p in peaks[name])
+        report(f"  {name:<52} {median:6.2f} s  (RSS tap {tap:.0f} MB, target {target:.0f} MB)")
+
+
+def tap_sections(args: argparse.Namespace, workdir: Path, report: t.Callable[[str], None]) -> None:
+    """The tap alone against the raw loop, its memory, concurrency, tokens."""
+    emulators: list[EmulatorProcess] = []
+
+    def start(name: str, *options: str) -> EmulatorProcess:
+        emulators.append(EmulatorProcess(workdir, name, *options))
+        return emulators[-1]
+
+    tokens: list[int] = []
+
+    def tap_run(emulator: EmulatorProcess, config: Path, catalog: Path) -> tuple[float, int]:
+        emulator.control("reset-stats", {})
+        result = run(tap_command(config, catalog))
+        tokens.append(emulator.control("stats")["token_requests"])
+        return result
+
+    try:
+        if "feed" in args.only or "rss" in args.only:
+            big = start("big", "--events", str(args.events), "--exclusion-entitlements", "1")
+            feed_catalog = catalog_for(big.config_path, "grant_feed", workdir)
+        if "feed" in args.only:
+            mid = start("mid", "--events", str(args.mid_events), "--exclusion-entitlements", "1")
+            for emulator, events in ((mid, args.mid_events), (big, args.events)):
+                report(
+                    f"grant_feed: {events:,} events, pages of 100, process start included, "
+                    f"{args.rounds} rounds alternating"
+                )
+                tap_times, raw_times = [], []
+                for _ in range(args.rounds):
+                    tap_times.append(tap_run(emulator, emulator.config_path, feed_catalog)[0])
+                    raw_times.append(
+                        run([sys.executable, "-c", RAW_LOOP, str(emulator.config_path)])[0]
+                    )
+                tap_s, raw_s = statistics.median(tap_times), statistics.median(raw_times)
+                report(f"  tap  {events / tap_s:>9,.0f} records/s (median {tap_s:.2f} s)")
+                report(f"  raw  {events / raw_s:>9,.0f} records/s (median {raw_s:.2f} s)")
+                report(f"  throughput ratio tap/raw = {raw_s / tap_s:.2f}   (target >= 0.60)")
+
+        if "rss" in args.only:
+            small = start(
+                "small", "--events", str(args.small_events), "--exclusion-entitlements", "1"
+            )
             report(f"peak RSS of the tap, grant_feed, {args.rounds} rounds alternating")
-            small_catalog = catalog_for(small.config_path, "grant_feed", workdir)
             small_rss, big_rss = [], []
             for _ in range(args.rounds):
-                small_rss.append(tap_run(small, small.config_path, small_catalog)[1])
+                small_rss.append(tap_run(small, small.config_path, feed_catalog)[1])
                 big_rss.append(tap_run(big, big.config_path, feed_catalog)[1])
             small_mb, big_mb = statistics.median(small_rss), statistics.median(big_rss)
             report(f"  {args.small_events:>7,} events: {small_mb:.0f} MB")
             report(f"  {args.events:>7,} events: {big_mb:.0f} MB")
             report(f"  growth = {big_mb - small_mb:+.0f} MB   (target <= +25 MB)")
 
+        if "exclusions" in args.only:
+            slow = start(
+                "slow",
+                "--events",
+                "100",
+                "--exclusion-entitlements",
+                str(args.entitlements),
+                "--apps",
+                "40",
+                "--max-exclusions",
+                "60",
+                "--latency",
+                "0.05",
+            )
+            exclusions_catalog = catalog_for(slow.config_path, "automation_exclusions", workdir)
             report(
-                f"automation_exclusions: {args.entitlements} entitlements, 50 ms per response, {args.rounds} rounds alternating"
+                f"automation_exclusions: {args.entitlements} entitlements, 50 ms per response, "
+                f"{args.rounds} rounds alternating"
             )
             concurrent = with_settings(slow, workdir, "concurrent", max_concurrency=8)
             sequential = with_settings(slow, workdir, "sequential", max_concurrency=1)
@@ -234,12 +567,67 @@ def main() -> None:
             report(f"  concurrent        (max_concurrency 8): median {par_s:.2f} s")
             report(f"  speed-up = {seq_s / par_s:.1f}x   (target >= 4x)")
 
-            report(
-                f"token requests per tap run: min {min(tokens)}, max {max(tokens)} over {len(tokens)} runs"
-            )
-        finally:
-            for emulator in (big, small, slow):
-                emulator.stop()
+        report(
+            f"token requests per tap run: min {min(tokens)}, max {max(tokens)} "
+            f"over {len(tokens)} runs"
+        )
+    finally:
+        for emulator in emulators:
+            emulator.stop()
+
+
+SECTIONS = ("feed", "rss", "exclusions", "e2e")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--events", type=int, default=200_000, help="grant events (large feed)")
+    parser.add_argument(
+        "--small-events", type=int, default=10_000, help="grant events (small feed)"
+    )
+    parser.add_argument(
+        "--mid-events",
+        type=int,
+        default=50_000,
+        help="grant events (nightly-sized feed: start-up counts)",
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="alternations of each comparison")
+    parser.add_argument("--entitlements", type=int, default=200)
+    parser.add_argument(
+        "--only",
+        type=lambda text: text.split(","),
+        default=list(SECTIONS),
+        help=f"comma-separated sections to run: {', '.join(SECTIONS)} (default: all)",
+    )
+    parser.add_argument(
+        "--e2e-events",
+        type=lambda text: [int(n) for n in text.split(",")],
+        default=[50_000, 500_000],
+        help="grant events of the end-to-end runs (comma-separated)",
+    )
+    parser.add_argument(
+        "--candidates",
+        action="store_true",
+        help="end to end: compare the loader/message-format candidates instead of raw vs shipped",
+    )
+    args = parser.parse_args()
+    if unknown := set(args.only) - set(SECTIONS):
+        parser.error(f"unknown section(s): {', '.join(sorted(unknown))}")
+
+    lines: list[str] = []
+
+    def report(line: str) -> None:
+        print(line, flush=True)
+        lines.append(line)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        if set(args.only) & {"feed", "rss", "exclusions"}:
+            tap_sections(args, workdir, report)
+        if "e2e" in args.only:
+            end_to_end(args, workdir, report)
 
     print("\nSummary (paste into the README):\n```\n" + "\n".join(lines) + "\n```")
 

@@ -203,8 +203,8 @@ def start_emulator(events: int) -> subprocess.Popen[bytes]:
             str(PORT),
             "--events",
             str(events),
-            "--write-config",
-            str(DEMO / "emulator-config.json"),
+            "--write-tenant",
+            str(DEMO / "emulator-tenant.json"),
             "--ready-file",
             str(ready),
         ],
@@ -273,13 +273,10 @@ def main() -> None:
     meltano("install", env=env, log="meltano-install.log")
     emulator = start_emulator(args.events)
     try:
-        config = json.loads((DEMO / "emulator-config.json").read_text())
-        env |= {
-            "TAP_ACCESSGOV_CLIENT_ID": config["client_id"],
-            "TAP_ACCESSGOV_CLIENT_SECRET": config["client_secret"],
-            "TAP_ACCESSGOV_API_URL": config["api_url"],
-            "TAP_ACCESSGOV_EXCLUSION_ENTITLEMENTS": json.dumps(config["exclusion_entitlements"]),
-        }
+        # meltano.yml's emulator environment names everything but the secret, as for a user
+        # (README: "With Meltano"): the one export.
+        tenant = json.loads((DEMO / "emulator-tenant.json").read_text())
+        env["TAP_ACCESSGOV_CLIENT_SECRET"] = tenant["client_secret"]
         warehouse: Warehouse
         if args.postgres_url:
             pipeline = ["tap-accessgov", "target-postgres", "dbt-postgres:build"]

@@ -101,6 +101,27 @@ def sync(
     return parse_singer(out.buffer.getvalue().decode())  # type: ignore[attr-defined]
 
 
+def tap_config(emulator: Emulator) -> dict[str, t.Any]:
+    """The tap's settings for an emulated tenant: the emulator describes its tenant in the
+    service's terms and knows nothing of the tap's settings."""
+    tenant = emulator.tenant()
+    return {
+        "client_id": tenant["client_id"],
+        "client_secret": tenant["client_secret"],
+        "api_url": tenant["url"],
+        "start_date": tenant["before_first_event"],
+        "exclusion_entitlements": tenant["exclusion_entitlements"],
+    }
+
+
+def tap_env(emulator: Emulator) -> dict[str, str]:
+    """The same settings as the environment variables Meltano passes to the tap."""
+    return {
+        f"TAP_ACCESSGOV_{name.upper()}": value if isinstance(value, str) else json.dumps(value)
+        for name, value in tap_config(emulator).items()
+    }
+
+
 def run_cli(
     *args: str, timeout: float = 120, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:

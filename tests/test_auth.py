@@ -13,17 +13,17 @@ from emulator import Emulator, make_credential
 from tap_accessgov.auth import AuthenticationError
 from tap_accessgov.errors import TOKEN_MAX_TRIES
 from tap_accessgov.tap import TapAccessGov
-from tests.conftest import CREDENTIAL, catalog_selecting, config_file, run_cli, sync
+from tests.conftest import CREDENTIAL, catalog_selecting, config_file, run_cli, sync, tap_config
 
 
 def feed_only(emulator: Emulator, **overrides: object) -> tuple[dict[str, object], dict]:
-    config = {**emulator.tap_config(), **overrides}
+    config = {**tap_config(emulator), **overrides}
     return config, catalog_selecting(config, {"grant_feed": None})
 
 
 @pytest.mark.parametrize("method", ["client_assertion", "client_secret"])
 def test_each_method_gets_exactly_one_token_per_run(emulator: Emulator, method: str) -> None:
-    config = {**emulator.tap_config(), "auth_method": method}
+    config = {**tap_config(emulator), "auth_method": method}
     result = sync(config)
     stats = emulator.stats
     assert stats["token_requests_by_method"] == {method: 1}
@@ -62,7 +62,7 @@ def test_a_revoked_token_is_replaced_once_and_the_request_retried(emulator: Emul
 
 def test_wrong_secret_fails_clearly_without_the_secret(emulator: Emulator) -> None:
     other = make_credential(seed=99, tenant="acme.accessgov.test")
-    config = {**emulator.tap_config(), "client_secret": other.client_secret}
+    config = {**tap_config(emulator), "client_secret": other.client_secret}
     with pytest.raises(AuthenticationError) as caught:
         sync(config)
     message = str(caught.value)
@@ -75,7 +75,7 @@ def test_wrong_secret_fails_clearly_without_the_secret(emulator: Emulator) -> No
 @pytest.mark.parametrize("method", ["client_assertion", "client_secret"])
 def test_wrong_secret_on_the_command_line(emulator: Emulator, tmp_path, method: str) -> None:
     other = make_credential(seed=99, tenant="acme.accessgov.test")
-    config = {**emulator.tap_config(), "client_secret": other.client_secret, "auth_method": method}
+    config = {**tap_config(emulator), "client_secret": other.client_secret, "auth_method": method}
     result = run_cli("--config", config_file(config, tmp_path))
     assert result.returncode == 1
     failures = [
@@ -103,7 +103,7 @@ def test_token_endpoint_errors_are_retried(emulator: Emulator) -> None:
 
 def test_fatal_error_names_method_path_and_message(emulator: Emulator) -> None:
     config = {
-        **emulator.tap_config(),
+        **tap_config(emulator),
         "app_entitlement_refs": [{"app_id": "nope", "id": "nope"}],
         "expand_mask": ["not_a_path"],
     }
@@ -142,7 +142,7 @@ def test_a_401_after_a_successful_renewal_may_be_retried_again(emulator: Emulato
 def test_connection_test_passes_with_the_credential_and_fails_in_one_line_without(
     emulator: Emulator, tmp_path: Path
 ) -> None:
-    passed = run_cli("--config", config_file(emulator.tap_config(), tmp_path), "--test")
+    passed = run_cli("--config", config_file(tap_config(emulator), tmp_path), "--test")
     assert passed.returncode == 0, passed.stderr[-2000:]
     assert {
         m["stream"] for m in map(json.loads, passed.stdout.splitlines()) if m["type"] == "RECORD"
@@ -152,7 +152,7 @@ def test_connection_test_passes_with_the_credential_and_fails_in_one_line_withou
         "users",
     }
     other = make_credential(seed=99, tenant="acme.accessgov.test")
-    config = {**emulator.tap_config(), "client_secret": other.client_secret}
+    config = {**tap_config(emulator), "client_secret": other.client_secret}
     failed = run_cli("--config", config_file(config, tmp_path), "--test")
     assert failed.returncode == 1
     assert (
@@ -167,7 +167,7 @@ def test_an_unreachable_token_endpoint_ends_the_run_without_every_thread_retryin
     """Concurrent exclusion fetches share one failure: the run ends after one round of
     retries, not one round per worker."""
     emulator.faults.add(kind="503", path="/auth/v1/token", times=100)
-    config = {**emulator.tap_config(), "max_concurrency": 8}
+    config = {**tap_config(emulator), "max_concurrency": 8}
     result = run_cli("--config", config_file(config, tmp_path))
     assert result.returncode == 1
     assert (

@@ -10,7 +10,7 @@ import pytest
 from singer_sdk.exceptions import ConfigValidationError
 
 from tap_accessgov.tap import TapAccessGov
-from tests.conftest import CREDENTIAL, config_file, run_cli, shared_emulator
+from tests.conftest import CREDENTIAL, config_file, run_cli, shared_emulator, tap_config
 
 GOOD = {
     "client_id": CREDENTIAL.client_id,
@@ -213,7 +213,7 @@ def test_no_setting_of_the_full_config_schema_warns(caplog: pytest.LogCaptureFix
 
 def test_a_passing_connection_test_says_so_without_errors(tmp_path) -> None:
     emulator = shared_emulator()
-    result = run_cli("--config", config_file(emulator.tap_config(), tmp_path), "--test")
+    result = run_cli("--config", config_file(tap_config(emulator), tmp_path), "--test")
     assert result.returncode == 0, result.stderr[-2000:]
     assert not [line for line in result.stderr.splitlines() if "ERROR" in line], result.stderr
     passed = [line for line in result.stderr.splitlines() if "Connection test passed" in line]

@@ -1,6 +1,11 @@
 """End to end: Meltano into PostgreSQL, and plain `tap-accessgov | target-jsonl` processes,
 each checked row for row against the emulator's ground truth, twice (the second run is
-incremental)."""
+incremental).
+
+The Meltano test runs the path meltano.yml ships (the `emulator` environment, the loader
+settings as declared, the connection from the PG* variables) with nothing exported but the
+secret, the emulator's free port, a schema of its own and the PG* variables of the test
+server, so a regression in the shipped path fails here."""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ import os
 import subprocess
 import sys
 import typing as t
+import urllib.parse
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -16,7 +22,8 @@ from pathlib import Path
 import pytest
 
 from emulator import Dataset, Emulator
-from tests.conftest import CREDENTIAL, ROOT, ns
+from emulator.__main__ import parse_args
+from tests.conftest import CREDENTIAL, ROOT, ns, sync, tap_config
 
 POSTGRES_URL = os.environ.get(
     "ACCESSGOV_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
@@ -44,10 +51,44 @@ def meltano_plugins() -> None:
     )
 
 
+def default_dataset(events: int) -> Dataset:
+    """What `python -m emulator` serves (the dataset meltano.yml's emulator environment names),
+    with fewer events."""
+    defaults = parse_args([])
+    return Dataset(
+        seed=defaults.seed,
+        events=events,
+        apps=defaults.apps,
+        users=defaults.users,
+        exclusion_entitlements=defaults.exclusion_entitlements,
+        max_exclusions=defaults.max_exclusions,
+    )
+
+
 @pytest.fixture
 def emulator() -> t.Iterator[Emulator]:
     with Emulator(Dataset(**DATASET), credential=CREDENTIAL) as emu:
         yield emu
+
+
+@pytest.fixture
+def default_emulator() -> t.Iterator[Emulator]:
+    with Emulator(default_dataset(events=2500), credential=CREDENTIAL) as emu:
+        yield emu
+
+
+def libpq_env(url: str) -> dict[str, str]:
+    """The PG* variables for a postgresql:// URL (what the shipped target-postgres reads)."""
+    parts = urllib.parse.urlsplit(url)
+    env = {
+        "PGHOST": parts.hostname or "127.0.0.1",
+        "PGPORT": str(parts.port or 5432),
+        "PGUSER": urllib.parse.unquote(parts.username or "postgres"),
+        "PGDATABASE": parts.path.lstrip("/") or "postgres",
+    }
+    if parts.password:
+        env["PGPASSWORD"] = urllib.parse.unquote(parts.password)
+    return env
 
 
 @pytest.fixture
@@ -93,28 +134,24 @@ def truth_exclusions(emulator: Emulator) -> Counter:
     )
 
 
-def tap_env(emulator: Emulator) -> dict[str, str]:
-    config = emulator.tap_config()
-    return {
-        "TAP_ACCESSGOV_CLIENT_ID": config["client_id"],
-        "TAP_ACCESSGOV_CLIENT_SECRET": config["client_secret"],
-        "TAP_ACCESSGOV_API_URL": config["api_url"],
-        "TAP_ACCESSGOV_START_DATE": config["start_date"],
-        "TAP_ACCESSGOV_EXCLUSION_ENTITLEMENTS": json.dumps(config["exclusion_entitlements"]),
-    }
-
-
-def test_meltano_run_into_postgres(
-    meltano_plugins: None, emulator: Emulator, postgres, tmp_path: Path
+def test_meltano_run_into_postgres_as_shipped(
+    meltano_plugins: None, default_emulator: Emulator, postgres, tmp_path: Path
 ) -> None:
+    emulator = default_emulator
     connection, schema = postgres
     env = {
-        **os.environ,
-        **tap_env(emulator),
+        **{
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("TAP_ACCESSGOV", "TARGET_POSTGRES", "PG"))
+        },
+        **libpq_env(POSTGRES_URL),
+        # the one export of the README, and the emulator's free port instead of 8765
+        "TAP_ACCESSGOV_CLIENT_SECRET": CREDENTIAL.client_secret,
+        "TAP_ACCESSGOV_API_URL": emulator.url,
         "MELTANO_SEND_ANONYMOUS_USAGE_STATS": "false",
         "MELTANO_ENVIRONMENT": "emulator",
         "MELTANO_DATABASE_URI": f"sqlite:///{tmp_path / 'meltano.db'}",
-        "TARGET_POSTGRES_SQLALCHEMY_URL": POSTGRES_URL,
         "TARGET_POSTGRES_DEFAULT_TARGET_SCHEMA": schema,
     }
 
@@ -164,21 +201,47 @@ def test_meltano_run_into_postgres(
     meltano_run()
     check_tables()
     first_requests = emulator.stats["api_requests_by_path"]["/api/v1/grants/feed"]
+    assert len(truth_exclusions(emulator)) > 1000  # all 40 entitlements of the environment
 
     emulator.add_events(count=120)
     emulator.reset_stats()
+    (before_second_run,) = connection.execute("SELECT txid_current() % 4294967296").fetchone()
     meltano_run()
     check_tables()
-    # Incremental: the second run reads only the pages after the bookmark.
+    # Incremental: the second run reads only the pages after the bookmark and writes only the
+    # new events (plus those at the bookmark instant, which `after` re-reads): every row it
+    # inserts or merges carries one of its transaction ids.
     assert emulator.stats["api_requests_by_path"]["/api/v1/grants/feed"] <= 3 < first_requests
+    (written,) = table(
+        f"SELECT count(*) FROM {{schema}}.grant_feed WHERE xmin::text::bigint > {before_second_run}"
+    )[0]
+    assert 120 <= written <= 125
+
+
+def test_every_record_matches_the_schema_the_tap_sends(emulator: Emulator) -> None:
+    """The check target-postgres no longer makes (meltano.yml ships validate_records: false):
+    every record of every stream, expanded objects included, against its SCHEMA message, with
+    the same jsonschema validator. Like the target's, it does not check date-time formats
+    (jsonschema needs rfc3339-validator, which neither environment has); the target still
+    parses every date-time itself, validating or not."""
+    from jsonschema import Draft7Validator, FormatChecker
+
+    config = {**tap_config(emulator), "expand_mask": ["*"]}
+    result = sync(config)
+    assert set(result.records) == {"grant_feed", "automation_exclusions", "users"}
+    assert any("app" in record for record in result.records["grant_feed"])
+    for stream, records in result.records.items():
+        validator = Draft7Validator(result.schemas[stream], format_checker=FormatChecker())
+        invalid = [error.message for record in records for error in validator.iter_errors(record)]
+        assert invalid == [], f"{stream}: {invalid[:3]}"
 
 
 def test_tap_piped_into_target_jsonl(
     meltano_plugins: None, emulator: Emulator, tmp_path: Path
 ) -> None:
     target = ROOT / ".meltano" / "loaders" / "target-jsonl" / "venv" / "bin" / "target-jsonl"
-    tap_config = tmp_path / "tap.json"
-    tap_config.write_text(json.dumps(emulator.tap_config()))
+    tap_config_path = tmp_path / "tap.json"
+    tap_config_path.write_text(json.dumps(tap_config(emulator)))
     target_config = tmp_path / "target.json"
     target_config.write_text(
         json.dumps({"destination_path": str(tmp_path / "out"), "do_timestamp_file": False})
@@ -187,7 +250,7 @@ def test_tap_piped_into_target_jsonl(
     def pipeline(*state_args: str) -> dict:
         tap_log = (tmp_path / "tap.log").open("w")
         tap = subprocess.Popen(
-            [str(BIN / "tap-accessgov"), "--config", str(tap_config), *state_args],
+            [str(BIN / "tap-accessgov"), "--config", str(tap_config_path), *state_args],
             stdout=subprocess.PIPE,
             stderr=tap_log,  # not a pipe: nobody reads it while the target runs
         )
@@ -254,7 +317,7 @@ def test_the_readme_plain_pipeline_recipe_keeps_a_state_run_after_run(
     """Run twice with nothing new in between (the tap must still end on a STATE, or
     target-jsonl echoes none), then once more with the tap failing (the state is kept)."""
     target_bin = ROOT / ".meltano" / "loaders" / "target-jsonl" / "venv" / "bin"
-    (tmp_path / "config.json").write_text(json.dumps(emulator.tap_config()))
+    (tmp_path / "config.json").write_text(json.dumps(tap_config(emulator)))
     (tmp_path / "target.json").write_text(
         json.dumps({"destination_path": str(tmp_path / "out"), "do_timestamp_file": False})
     )

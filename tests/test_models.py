@@ -21,8 +21,8 @@ import pytest
 
 from emulator import Dataset, Emulator, lifecycle
 from emulator.timefmt import format_ns
-from tests.conftest import CREDENTIAL, ROOT
-from tests.test_end_to_end import BIN, POSTGRES_URL, tap_env
+from tests.conftest import CREDENTIAL, ROOT, tap_env
+from tests.test_end_to_end import BIN, POSTGRES_URL
 
 DATASET = {
     "seed": 5,

@@ -15,7 +15,7 @@ import requests
 
 from emulator import Emulator
 from tap_accessgov.tap import TapAccessGov
-from tests.conftest import config_file, run_cli, shared_emulator
+from tests.conftest import config_file, run_cli, shared_emulator, tap_config
 
 PERSONAL_FIELDS = ("email", "emails", "username", "usernames", "displayName", "profile")
 
@@ -67,7 +67,7 @@ def found_in(text: str, values: t.Iterable[str]) -> set[str]:
 
 @pytest.mark.parametrize("level", ["INFO", "DEBUG"])
 def test_no_personal_value_in_the_logs(emulator: Emulator, tmp_path: Path, level: str) -> None:
-    config = {**emulator.tap_config(), "max_concurrency": 4}
+    config = {**tap_config(emulator), "max_concurrency": 4}
     env = {**os.environ, "TAP_ACCESSGOV_LOGLEVEL": level}
     result = run_cli("--config", config_file(config, tmp_path), env=env)
     assert result.returncode == 0, result.stderr[-2000:]
@@ -90,7 +90,7 @@ def test_an_exclusion_without_a_user_id_is_reported_by_its_ids_only(
     response = requests.Response()
     response.status_code = 200
     response._content = json.dumps({"list": [entry]}).encode()
-    tap = TapAccessGov(config=shared_emulator().tap_config(), parse_env_config=False)
+    tap = TapAccessGov(config=tap_config(shared_emulator()), parse_env_config=False)
     with caplog.at_level(logging.DEBUG):
         assert tap.streams["automation_exclusions"].parse_response(response) == []
     messages = [r.getMessage() for r in caplog.records]

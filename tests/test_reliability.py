@@ -33,13 +33,14 @@ from tests.conftest import (
     parse_singer,
     run_cli,
     sync,
+    tap_config,
 )
 
 FEED = "/api/v1/grants/feed"
 
 
 def feed_only(emulator: Emulator, **settings: t.Any) -> tuple[dict[str, t.Any], dict[str, t.Any]]:
-    config = {**emulator.tap_config(), **settings}
+    config = {**tap_config(emulator), **settings}
     return config, catalog_selecting(config, {"grant_feed": None})
 
 
@@ -164,7 +165,7 @@ def test_client_errors_are_fatal_at_once(emulator: Emulator, kind: str, message:
 def test_a_run_with_15_percent_faults_delivers_exactly_the_clean_run(
     emulator: Emulator, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    config = {**emulator.tap_config(), "request_timeout": 1, "max_retries": 8, "page_size": 25}
+    config = {**tap_config(emulator), "request_timeout": 1, "max_retries": 8, "page_size": 25}
     clean = sync(config)
     emulator.reset_stats()
     emulator.faults.random(
@@ -263,7 +264,7 @@ def run_at_debug(config: dict[str, t.Any], tmp_path: Path) -> subprocess.Complet
 
 
 def test_no_secret_or_token_in_any_output_at_debug(emulator: Emulator, tmp_path: Path) -> None:
-    config = emulator.tap_config()
+    config = tap_config(emulator)
     emulator.faults.add(kind="401", path=FEED, times=1)  # forces a second token mid-run
     result = run_at_debug(config, tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
@@ -281,7 +282,7 @@ def test_no_secret_or_token_in_any_output_at_debug(emulator: Emulator, tmp_path:
 def test_no_secret_in_an_authentication_failure_at_debug(
     emulator: Emulator, tmp_path: Path
 ) -> None:
-    config = {**emulator.tap_config(), "auth_method": "client_secret"}
+    config = {**tap_config(emulator), "auth_method": "client_secret"}
     config["client_secret"] = make_credential(seed=99).client_secret  # valid form, wrong key
     result = run_at_debug(config, tmp_path)
     assert result.returncode != 0
@@ -295,7 +296,7 @@ def test_tls_is_verified_on_every_call_and_a_named_ca_bundle_is_trusted(tmp_path
     trusts it through REQUESTS_CA_BUNDLE, and then every call (token and API) succeeds."""
     context, certificate = self_signed(tmp_path)
     with Emulator(Dataset(**SMALL_DATASET), credential=CREDENTIAL, tls=context) as emu:
-        path = config_file(emu.tap_config(), tmp_path)
+        path = config_file(tap_config(emu), tmp_path)
         assert emu.url.startswith("https://")
         env = {
             k: v for k, v in os.environ.items() if k not in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
@@ -321,7 +322,7 @@ def test_a_loader_that_stops_reading_ends_the_run_in_one_line(
 ) -> None:
     """A real pipe into a reader that goes away: one line, non-zero exit, within seconds, and
     the background exclusion fetches stopped (slow answers keep them busy otherwise)."""
-    config = {**emulator.tap_config(), "max_concurrency": 8, "page_size": 10}
+    config = {**tap_config(emulator), "max_concurrency": 8, "page_size": 10}
     catalog = catalog_selecting(config, {"automation_exclusions": None, "users": None})
     (tmp_path / "catalog.json").write_text(json.dumps(catalog))
     emulator.latency = 0.1
@@ -350,7 +351,7 @@ def test_a_loader_that_stops_reading_ends_the_run_in_one_line(
 def test_every_successful_run_ends_with_the_whole_state(emulator: Emulator, tmp_path: Path) -> None:
     """Also a run with nothing new, which the SDK would end on a RECORD (its last STATE
     came before the re-read records): a target that echoes the last STATE it saw needs it."""
-    path = config_file(emulator.tap_config(), tmp_path)
+    path = config_file(tap_config(emulator), tmp_path)
     first = run_cli("--config", path)
     assert first.returncode == 0, first.stderr[-2000:]
     first_out = parse_singer(first.stdout)

@@ -25,6 +25,7 @@ from tests.conftest import (
     parse_singer,
     shared_emulator,
     sync,
+    tap_config,
 )
 
 KNOWN_STATUSES = {"UNKNOWN", "ENABLED", "DISABLED", "DELETED"}
@@ -43,7 +44,7 @@ PRIMARY_KEYS = {
 @pytest.fixture(scope="module")
 def full_sync() -> SyncResult:
     """One sync of every stream from the shared emulator, with the default settings."""
-    return sync(shared_emulator().tap_config())
+    return sync(tap_config(shared_emulator()))
 
 
 def feed_multiset(feeds: list[dict]) -> Counter:
@@ -179,7 +180,7 @@ FILTERS = {
 def test_grant_feed_filters_equal_ground_truth(name: str) -> None:
     emulator = shared_emulator()
     settings, truth_args = FILTERS[name](emulator.dataset)
-    config = {**emulator.tap_config(), **settings}
+    config = {**tap_config(emulator), **settings}
     truth = emulator.dataset.feed_entries(**truth_args)
     assert 0 < len(truth) < len(emulator.dataset.feed_entries())
     result = sync(config, catalog=catalog_selecting(config, {"grant_feed": None}))
@@ -188,7 +189,7 @@ def test_grant_feed_filters_equal_ground_truth(name: str) -> None:
 
 @pytest.mark.parametrize("page_size", [10, 100])
 def test_page_sizes(emulator: Emulator, page_size: int) -> None:
-    config = {**emulator.tap_config(), "page_size": page_size}
+    config = {**tap_config(emulator), "page_size": page_size}
     result = sync(config, catalog=catalog_selecting(config, {"grant_feed": None}))
     truth = emulator.dataset.feed_entries()
     assert_feed_matches(result.records["grant_feed"], truth)
@@ -199,7 +200,7 @@ def test_page_sizes(emulator: Emulator, page_size: int) -> None:
 def test_expand_mask_puts_the_related_objects_into_each_record() -> None:
     emulator = shared_emulator()
     config = {
-        **emulator.tap_config(),
+        **tap_config(emulator),
         "expand_mask": ["app_id", "app_entitlement_id", "app_user_id", "ticket_id"],
         "app_ids": emulator.dataset.apps[:1],
     }
@@ -251,7 +252,7 @@ def exclusion_requests(emulator: Emulator) -> int:
     [("automation_exclusions", "users"), ("users",), ("automation_exclusions",)],
 )
 def test_each_exclusion_page_is_fetched_once(emulator: Emulator, selected: tuple[str, ...]) -> None:
-    config = emulator.tap_config()
+    config = tap_config(emulator)
     result = sync(config, catalog=catalog_selecting(config, dict.fromkeys(selected)))
     assert set(result.records) == set(selected)
     assert exclusion_requests(emulator) == expected_exclusion_requests(emulator)
@@ -267,7 +268,7 @@ def test_each_exclusion_page_is_fetched_once(emulator: Emulator, selected: tuple
 def test_unknown_entitlement_is_a_warning_and_the_others_are_extracted(
     emulator: Emulator, caplog: pytest.LogCaptureFixture
 ) -> None:
-    config = emulator.tap_config()
+    config = tap_config(emulator)
     app_id = emulator.dataset.apps[0]
     config["exclusion_entitlements"].insert(1, {"app_id": app_id, "app_entitlement_id": "missing"})
     with caplog.at_level(logging.WARNING):
@@ -284,7 +285,7 @@ def test_unknown_entitlement_is_a_warning_and_the_others_are_extracted(
 
 
 def test_no_exclusion_entitlements_configured(emulator: Emulator) -> None:
-    config = {**emulator.tap_config(), "exclusion_entitlements": []}
+    config = {**tap_config(emulator), "exclusion_entitlements": []}
     result = sync(
         config, catalog=catalog_selecting(config, {"automation_exclusions": None, "users": None})
     )
@@ -295,7 +296,7 @@ def test_no_exclusion_entitlements_configured(emulator: Emulator) -> None:
 def test_incremental_sync_gets_every_new_event_and_only_rereads_the_bookmark_instant(
     emulator: Emulator,
 ) -> None:
-    config = emulator.tap_config()
+    config = tap_config(emulator)
     catalog = catalog_selecting(config, {"grant_feed": None})
     first = sync(config, catalog=catalog)
     bookmark = first.state["bookmarks"]["grant_feed"]["replication_key_value"]
@@ -324,7 +325,7 @@ def test_incremental_sync_gets_every_new_event_and_only_rereads_the_bookmark_ins
 
 def test_deselected_property_is_not_emitted() -> None:
     emulator = shared_emulator()
-    config = {**emulator.tap_config(), "app_ids": emulator.dataset.apps[:1]}
+    config = {**tap_config(emulator), "app_ids": emulator.dataset.apps[:1]}
     catalog = catalog_selecting(config, {"grant_feed": ["feed"], "users": ["displayName"]})
     result = sync(config, catalog=catalog)
     record = result.records["grant_feed"][0]
@@ -344,7 +345,7 @@ def test_concurrency_changes_nothing_in_the_output(selected: dict) -> None:
     emulator = shared_emulator()
     outputs = []
     for workers in (1, 8):
-        config = {**emulator.tap_config(), "max_concurrency": workers}
+        config = {**tap_config(emulator), "max_concurrency": workers}
         result = sync(config, catalog=catalog_selecting(config, selected))
         outputs.append(
             [
@@ -364,7 +365,7 @@ def test_a_failing_entitlement_fails_the_run_with_or_without_concurrency(
     app_id, entitlement_id = emulator.dataset.exclusion_entitlements[3]
     path = f"/api/v1/apps/{app_id}/entitlements/{entitlement_id}/automation/exclusions"
     emulator.faults.add(kind="403", path=path, times=1)
-    config = {**emulator.tap_config(), "max_concurrency": workers}
+    config = {**tap_config(emulator), "max_concurrency": workers}
     with pytest.raises(FatalAPIError, match=f"GET {path} answered 403: permission denied"):
         sync(config, catalog=catalog_selecting(config, {"automation_exclusions": None}))
 
@@ -372,7 +373,7 @@ def test_a_failing_entitlement_fails_the_run_with_or_without_concurrency(
 def test_unknown_user_fields_are_dropped_with_one_warning(caplog: pytest.LogCaptureFixture) -> None:
     from tap_accessgov.tap import TapAccessGov
 
-    tap = TapAccessGov(config=shared_emulator().tap_config(), parse_env_config=False)
+    tap = TapAccessGov(config=tap_config(shared_emulator()), parse_env_config=False)
     users = tap.streams["users"]
     with caplog.at_level(logging.WARNING):
         rows = [
@@ -390,7 +391,7 @@ def test_each_stream_says_how_many_records_it_extracted(
     emulator: Emulator, caplog: pytest.LogCaptureFixture
 ) -> None:
     with caplog.at_level(logging.INFO):
-        result = sync(emulator.tap_config())
+        result = sync(tap_config(emulator))
     messages = [r.getMessage() for r in caplog.records]
     for stream in ("grant_feed", "automation_exclusions", "users"):
         total = f"{len(result.records[stream]):,}"
@@ -417,7 +418,7 @@ def test_progress_lines_carry_the_running_total_and_a_failed_sync_claims_no_tota
 def test_stream_maps_and_flattening_apply_to_the_tap_output(full_sync: SyncResult) -> None:
     """The SDK's mapper runs on what this tap builds (its own records, the users child)."""
     config = {
-        **shared_emulator().tap_config(),
+        **tap_config(shared_emulator()),
         "stream_maps": {
             "users": {"email": "md5(record['email']) if record.get('email') else None"},
             "grant_feed": {"__filter__": "eventType == 'GRANT_EVENT_TYPE_ADDED'"},
@@ -463,7 +464,7 @@ def test_users_survive_a_filter_on_automation_exclusions_and_maps_on_users_apply
         if (entries := dataset.exclusion_entries(app_id, entitlement_id))
     ]
     config = {
-        **emulator.tap_config(),
+        **tap_config(emulator),
         "stream_map_config": {"first_rows": first_rows},
         "stream_maps": {
             "automation_exclusions": {
@@ -494,7 +495,7 @@ def test_users_survive_a_filter_on_automation_exclusions_and_maps_on_users_apply
     [("automation_exclusions", "users"), ("users",)],
 )
 def test_one_users_schema_per_run(emulator: Emulator, selected: tuple[str, ...]) -> None:
-    config = emulator.tap_config()
+    config = tap_config(emulator)
     result = sync(config, catalog=catalog_selecting(config, dict.fromkeys(selected)))
     schemas = [m for m in result.messages if m["type"] == "SCHEMA" and m["stream"] == "users"]
     assert len(schemas) == 1
@@ -508,7 +509,7 @@ def test_a_gateway_ignoring_the_exclusions_page_token_costs_a_warning_not_the_ru
     the others are still extracted."""
     emulator.exclusions_ignore_page_token = True
     dataset = emulator.dataset
-    config = {**emulator.tap_config(), "max_concurrency": 4}
+    config = {**tap_config(emulator), "max_concurrency": 4}
     with caplog.at_level(logging.WARNING):
         result = sync(
             config,
@@ -566,7 +567,7 @@ def test_the_readme_pseudonymisation_example_leaves_no_personal_value_in_clear()
     settings = readme_pseudonymisation_example()
     out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
     with contextlib.redirect_stdout(out):
-        TapAccessGov(config={**emulator.tap_config(), **settings}).sync_all()
+        TapAccessGov(config={**tap_config(emulator), **settings}).sync_all()
     out.flush()
     text = out.buffer.getvalue().decode()  # type: ignore[attr-defined]
     result = parse_singer(text)

@@ -84,8 +84,10 @@ def test_http_controls(fresh: Emulator) -> None:
     requests.post(control + "reset-stats", timeout=10)
     assert requests.get(control + "stats", timeout=10).json()["api_requests"] == 0
     assert requests.post(control + "faults", json={"kind": "teapot"}, timeout=10).status_code == 400
-    config = requests.get(control + "config", timeout=10).json()
-    assert config["api_url"] == fresh.url
+    tenant = requests.get(control + "tenant", timeout=10).json()
+    assert tenant == fresh.tenant()
+    assert tenant["url"] == fresh.url
+    assert requests.get(control + "config", timeout=10).status_code == 404
 
 
 def test_dataset_is_deterministic() -> None:
@@ -96,7 +98,7 @@ def test_dataset_is_deterministic() -> None:
 
 
 def test_cli_serves_until_sigterm(tmp_path: Path) -> None:
-    config, ready = tmp_path / "config.json", tmp_path / "ready"
+    tenant_file, ready = tmp_path / "tenant.json", tmp_path / "ready"
     process = subprocess.Popen(
         [
             sys.executable,
@@ -112,8 +114,8 @@ def test_cli_serves_until_sigterm(tmp_path: Path) -> None:
             "3",
             "--exclusion-entitlements",
             "5",
-            "--write-config",
-            str(config),
+            "--write-tenant",
+            str(tenant_file),
             "--ready-file",
             str(ready),
         ],
@@ -127,16 +129,16 @@ def test_cli_serves_until_sigterm(tmp_path: Path) -> None:
         assert line.startswith("emulator listening on http://127.0.0.1:")
         url = line.split()[-1]
         assert ready.read_text().strip() == url
-        settings = json.loads(config.read_text())
-        assert settings["api_url"] == url
-        assert len(settings["exclusion_entitlements"]) == 5
-        assert set(settings["exclusion_entitlements"][0]) == {"app_id", "app_entitlement_id"}
+        tenant = json.loads(tenant_file.read_text())
+        assert tenant["url"] == url
+        assert len(tenant["exclusion_entitlements"]) == 5
+        assert set(tenant["exclusion_entitlements"][0]) == {"app_id", "app_entitlement_id"}
         response = requests.post(
             f"{url}/auth/v1/token",
             data={
                 "grant_type": "client_credentials",
-                "client_id": settings["client_id"],
-                "client_secret": settings["client_secret"],
+                "client_id": tenant["client_id"],
+                "client_secret": tenant["client_secret"],
             },
             timeout=10,
         )
