@@ -1,24 +1,18 @@
-"""The base stream: address, shared authenticator, paging, retry policy and page parsing.
+"""The base stream: address, shared authenticator, paging, retry policy and error answers.
 
-Every endpoint of the service pages the same way (``nextPageToken`` until it is empty or
-absent) and answers protobuf-JSON, so all of that lives here; ``streams.py`` only says what
-differs per endpoint.
+What every endpoint of the service shares lives here (paging and page parsing in paging.py);
+``grant_feed.py`` and ``exclusions.py`` only say what differs per endpoint.
 """
 
 from __future__ import annotations
 
-import json
-import logging
-import time
 import typing as t
-import weakref
 
 import backoff
 import requests
 from singer_sdk import metrics
 from singer_sdk.exceptions import FatalAPIError, RetriableAPIError
-from singer_sdk.pagination import BaseAPIPaginator
-from singer_sdk.streams import RESTStream, Stream
+from singer_sdk.streams import RESTStream
 from typing_extensions import override
 
 from tap_accessgov.errors import (
@@ -27,160 +21,19 @@ from tap_accessgov.errors import (
     retry_after_seconds,
     service_message,
 )
+from tap_accessgov.paging import NextPageTokenPaginator, page_body, where
+from tap_accessgov.progress import DryRunLimit, ProgressCounter
 
 if t.TYPE_CHECKING:
-    from types import TracebackType
-
     from singer_sdk import Tap
     from singer_sdk.helpers.types import Context
 
     from tap_accessgov.auth import AccessGovAuthenticator
 
-# Parsed bodies, keyed by response, so that validation, records and paging read one parse.
-_PAGES: weakref.WeakKeyDictionary[requests.Response, dict[str, t.Any]] = weakref.WeakKeyDictionary()
-
-
-class MalformedPageError(RetriableAPIError):
-    """A 200 whose body is not a JSON object (truncated or garbled): worth another try."""
-
-
-def page_body(response: requests.Response) -> dict[str, t.Any]:
-    """The JSON object of a page, parsed once per response."""
-    body = _PAGES.get(response)
-    if body is None:
-        try:
-            body = json.loads(response.content)
-        except ValueError:
-            body = None
-        if not isinstance(body, dict):
-            msg = f"{_where(response)} answered 200 with a body that is not a JSON object"
-            raise MalformedPageError(msg, response)
-        _PAGES[response] = body
-    return body
-
-
-def _where(response: requests.Response) -> str:
-    request = response.request
-    path = request.path_url.split("?", 1)[0] if request.path_url else "?"
-    return f"{request.method} {path}"
-
 
 def _failed(request: requests.PreparedRequest, exc: BaseException | None) -> str:
     path = (request.path_url or "").split("?", 1)[0]
     return f"{request.method} {path} failed: {type(exc).__name__}"
-
-
-class RepeatedPageTokenError(FatalAPIError):
-    """The service answered a page token it had already returned: following it would loop."""
-
-
-class NextPageTokenPaginator(BaseAPIPaginator[str | None]):
-    """Follows ``nextPageToken`` until it is empty or missing.
-
-    Unlike the SDK's JSONPathPaginator it reads the already-parsed page, keeps going over an
-    empty page that still carries a token, and refuses a token it has seen before anywhere in
-    the traversal (not only the previous one), so a cycling server cannot loop us forever.
-    """
-
-    def __init__(self) -> None:
-        super().__init__(None)
-        self._seen: set[str] = set()
-
-    @override
-    def get_next(self, response: requests.Response) -> str | None:
-        token = page_body(response).get("nextPageToken") or None
-        if token is not None:
-            if token in self._seen:
-                msg = (
-                    f"{_where(response)} returned a page token it had already returned; "
-                    "stopping instead of looping forever"
-                )
-                raise RepeatedPageTokenError(msg)
-            self._seen.add(token)
-        return t.cast("str | None", token)
-
-    @override
-    def continue_if_empty(self, response: requests.Response) -> bool:
-        return bool(page_body(response).get("nextPageToken"))
-
-
-class DryRunLimit:
-    """``--test`` syncs each stream with the SDK's ``ABORT_AT_RECORD_COUNT`` (1) set, and the SDK
-    stops a stream that reaches it by raising, which it logs as "An unhandled error occurred"
-    at ERROR although the test passed. A stream that ends by itself at the limit never
-    reaches that abort."""
-
-    def __init__(self, stream: Stream) -> None:
-        self._stream = stream
-        self._emitted = 0
-
-    def apply(self, records: t.Iterable[dict[str, t.Any]]) -> t.Iterator[dict[str, t.Any]]:
-        limit = self._stream.ABORT_AT_RECORD_COUNT
-        if limit is None:
-            yield from records
-            return
-        iterator = iter(records)
-        try:
-            while self._emitted < limit:
-                try:
-                    record = next(iterator)
-                except StopIteration:
-                    return
-                self._emitted += 1
-                yield record
-        finally:
-            if isinstance(iterator, t.Generator):
-                iterator.close()
-
-
-class ProgressCounter(metrics.Counter):
-    """The SDK's record counter, plus a plain progress line with the stream's running total.
-
-    The SDK's METRIC line counts only the records since its previous line and Meltano's
-    console drops its stream tag; on a long run a data engineer wants "how far" in words.
-    """
-
-    def __init__(
-        self, stream: str, logger: logging.Logger, log_interval: float, endpoint: str | None
-    ) -> None:
-        tags: dict[str, t.Any] = {metrics.Tag.STREAM: stream}
-        if endpoint:
-            tags[metrics.Tag.ENDPOINT] = endpoint
-        super().__init__(metrics.Metric.RECORD_COUNT, tags, log_interval=log_interval)
-        self.stream = stream
-        self.progress_logger = logger
-        self.total = 0
-        self._started = self._last_progress = time.monotonic()
-
-    @override
-    def increment(self, value: int = 1) -> None:
-        super().increment(value)
-        self.total += value
-        now = time.monotonic()
-        if now - self._last_progress >= self.log_interval:
-            self._last_progress = now
-            self.progress_logger.info(
-                "%s: %s records so far (%.0f s)",
-                self.stream,
-                f"{self.total:,}",
-                now - self._started,
-            )
-
-    @override
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_val: BaseException | None,
-        exc_tb: TracebackType | None,
-    ) -> None:
-        super().__exit__(exc_type, exc_val, exc_tb)
-        if exc_type is None:
-            self.progress_logger.info(
-                "%s: %s records in %.1f s",
-                self.stream,
-                f"{self.total:,}",
-                time.monotonic() - self._started,
-            )
 
 
 class ApiConnection(t.Protocol):
@@ -354,10 +207,10 @@ class AccessGovStream(RESTStream[str | None]):
         if response.status_code == 401:
             refused = response.request.headers.get("Authorization", "").removeprefix("Bearer ")
             if self.authenticator.renew_after_unauthorized(refused):
-                msg = f"{_where(response)} answered 401; retrying once with a new access token"
+                msg = f"{where(response)} answered 401; retrying once with a new access token"
                 raise RetriableAPIError(msg, response)
             msg = (
-                f"{_where(response)} answered 401 to a newly issued access token: "
+                f"{where(response)} answered 401 to a newly issued access token: "
                 f"{service_message(response)}. Check that the API credential is still valid "
                 "and that its scope and allowed IPs permit this call."
             )
@@ -368,7 +221,7 @@ class AccessGovStream(RESTStream[str | None]):
 
     @override
     def response_error_message(self, response: requests.Response) -> str:
-        return f"{_where(response)} answered {response.status_code}: {service_message(response)}"
+        return f"{where(response)} answered {response.status_code}: {service_message(response)}"
 
     @override
     def parse_response(self, response: requests.Response) -> t.Iterable[dict[str, t.Any]]:

@@ -18,8 +18,9 @@ from typing_extensions import override
 from tap_accessgov import cli, settings
 from tap_accessgov.auth import AccessGovAuthenticator
 from tap_accessgov.credentials import ClientId, RedactedStr, parse_client_id, parse_client_secret
+from tap_accessgov.exclusions import AutomationExclusionsStream, UsersStream
+from tap_accessgov.grant_feed import GrantFeedStream
 from tap_accessgov.output import OutputWriter
-from tap_accessgov.streams import AutomationExclusionsStream, GrantFeedStream, UsersStream
 
 if t.TYPE_CHECKING:
     from singer_sdk.streams import Stream

@@ -9,7 +9,7 @@ import pytest
 import requests
 from singer_sdk.exceptions import FatalAPIError
 
-from tap_accessgov.client import MalformedPageError, NextPageTokenPaginator, page_body
+from tap_accessgov.paging import MalformedPageError, NextPageTokenPaginator, page_body
 
 
 def page(body: object, raw: bytes | None = None) -> requests.Response:

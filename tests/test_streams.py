@@ -15,7 +15,7 @@ import requests
 from singer_sdk.exceptions import FatalAPIError
 
 from emulator import Emulator
-from tap_accessgov.client import ProgressCounter
+from tap_accessgov.progress import ProgressCounter
 from tap_accessgov.tap import TapAccessGov
 from tests.conftest import (
     ROOT,
@@ -540,7 +540,7 @@ def test_a_gateway_ignoring_the_exclusions_page_token_costs_a_warning_not_the_ru
 
 def test_a_repeated_grant_feed_page_token_still_fails_the_run(emulator: Emulator) -> None:
     """On the feed, which declares its paging, a repeated token means a broken cursor."""
-    from tap_accessgov.client import NextPageTokenPaginator
+    from tap_accessgov.paging import NextPageTokenPaginator
 
     paginator = NextPageTokenPaginator()
     page = requests.Response()
