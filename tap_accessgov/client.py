@@ -10,7 +10,6 @@ import typing as t
 
 import backoff
 import requests
-from singer_sdk import metrics
 from singer_sdk.exceptions import FatalAPIError, RetriableAPIError
 from singer_sdk.streams import RESTStream
 from typing_extensions import override
@@ -22,7 +21,7 @@ from tap_accessgov.errors import (
     service_message,
 )
 from tap_accessgov.paging import NextPageTokenPaginator, page_body, where
-from tap_accessgov.progress import DryRunLimit, ProgressCounter
+from tap_accessgov.progress import DryRunLimit, ProgressReportingStream
 
 if t.TYPE_CHECKING:
     from singer_sdk import Tap
@@ -47,7 +46,7 @@ class ApiConnection(t.Protocol):
     def authenticator(self) -> AccessGovAuthenticator: ...
 
 
-class AccessGovStream(RESTStream[str | None]):
+class AccessGovStream(RESTStream[str | None], ProgressReportingStream):
     """Base stream for the service's API.
 
     Per-record costs left in a profile of a 50k-event grant_feed sync are the SDK's (0.54.9),
@@ -172,12 +171,6 @@ class AccessGovStream(RESTStream[str | None]):
             details["tries"],
             self.backoff_max_tries(),
         )
-
-    @override
-    def get_record_counter(
-        self, *, endpoint: str | None = None, log_interval: float = metrics.DEFAULT_LOG_INTERVAL
-    ) -> metrics.Counter:
-        return ProgressCounter(self.name, self.logger, log_interval, endpoint)
 
     @override
     def get_new_paginator(self) -> NextPageTokenPaginator:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import typing as t
 
-from singer_sdk import Stream, metrics
 from singer_sdk.exceptions import FatalAPIError
 from singer_sdk.helpers.conform import TypeConformanceLevel
 from typing_extensions import override
@@ -15,7 +14,7 @@ from tap_accessgov.client import AccessGovStream
 from tap_accessgov.excluded_users import ExcludedUsers, PartitionKey
 from tap_accessgov.paging import RepeatedPageTokenError, page_body
 from tap_accessgov.prefetch import PartitionPrefetcher
-from tap_accessgov.progress import DryRunLimit, ProgressCounter
+from tap_accessgov.progress import DryRunLimit, ProgressReportingStream
 
 if t.TYPE_CHECKING:
     import requests
@@ -184,7 +183,7 @@ def partition_key(context: Context | dict[str, t.Any]) -> PartitionKey:
     return (context["appId"], context["appEntitlementId"])
 
 
-class UsersStream(Stream):
+class UsersStream(ProgressReportingStream):
     """Users found in automation exclusions, one record per user id per run.
 
     A top-level stream synced after ``automation_exclusions``: it emits the users that stream
@@ -219,12 +218,6 @@ class UsersStream(Stream):
             users = excluded_users.since(emitted)
             emitted += len(users)
             yield from users
-
-    @override
-    def get_record_counter(
-        self, *, endpoint: str | None = None, log_interval: float = metrics.DEFAULT_LOG_INTERVAL
-    ) -> metrics.Counter:
-        return ProgressCounter(self.name, self.logger, log_interval, endpoint)
 
     @override
     def post_process(

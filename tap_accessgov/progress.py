@@ -8,12 +8,11 @@ import time
 import typing as t
 
 from singer_sdk import metrics
+from singer_sdk.streams import Stream
 from typing_extensions import override
 
 if t.TYPE_CHECKING:
     from types import TracebackType
-
-    from singer_sdk.streams import Stream
 
 
 class DryRunLimit:
@@ -93,3 +92,13 @@ class ProgressCounter(metrics.Counter):
                 f"{self.total:,}",
                 time.monotonic() - self._started,
             )
+
+
+class ProgressReportingStream(Stream):
+    """A stream whose record counter is a ProgressCounter, through the SDK's public hook."""
+
+    @override
+    def get_record_counter(
+        self, *, endpoint: str | None = None, log_interval: float = metrics.DEFAULT_LOG_INTERVAL
+    ) -> metrics.Counter:
+        return ProgressCounter(self.name, self.logger, log_interval, endpoint)

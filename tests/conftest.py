@@ -7,10 +7,13 @@ import contextlib
 import datetime
 import io
 import json
+import os
 import re
 import subprocess
 import sys
 import typing as t
+import urllib.parse
+import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +24,9 @@ from emulator import Dataset, Emulator, make_credential
 from tap_accessgov.tap import TapAccessGov
 
 ROOT = Path(__file__).resolve().parent.parent
+POSTGRES_URL = os.environ.get(
+    "ACCESSGOV_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+)
 BIN_TAP = Path(sys.executable).with_name("tap-accessgov")
 CREDENTIAL = make_credential(seed=7, tenant="acme.accessgov.test")
 # Small enough to sync in about a second, large enough for many pages and shared users.
@@ -55,6 +61,48 @@ def emulator() -> t.Iterator[Emulator]:
     """A fresh emulator per test, for tests that change it (faults, events, tokens)."""
     with Emulator(Dataset(**SMALL_DATASET), credential=CREDENTIAL) as emu:
         yield emu
+
+
+@pytest.fixture
+def postgres() -> t.Iterator[tuple[t.Any, str]]:
+    """A connection and a fresh schema name; that schema and every schema named after it
+    (``<schema>_models``...) are dropped afterwards. No server is a failure, not a skip."""
+    import psycopg
+
+    try:
+        connection = psycopg.connect(
+            POSTGRES_URL.replace("postgresql+psycopg://", "postgresql://"), autocommit=True
+        )
+    except psycopg.OperationalError as exc:
+        pytest.fail(
+            f"PostgreSQL is not reachable at {POSTGRES_URL} ({exc}). The end-to-end tests need "
+            "it: start it, or point ACCESSGOV_TEST_POSTGRES_URL at one."
+        )
+    schema = f"accessgov_test_{uuid.uuid4().hex[:10]}"
+    try:
+        yield connection, schema
+    finally:
+        for (name,) in connection.execute(
+            "SELECT nspname FROM pg_namespace WHERE nspname = %s OR nspname LIKE %s",
+            (schema, schema.replace("_", "\\_") + "\\_%"),
+        ).fetchall():
+            connection.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+        connection.close()
+
+
+def libpq_env(url: str) -> dict[str, str]:
+    """The PG* variables for a PostgreSQL URL: what the shipped target-postgres and the
+    dbt-postgres profile read."""
+    parts = urllib.parse.urlsplit(url.replace("postgresql+psycopg://", "postgresql://"))
+    env = {
+        "PGHOST": parts.hostname or "127.0.0.1",
+        "PGPORT": str(parts.port or 5432),
+        "PGUSER": urllib.parse.unquote(parts.username or "postgres"),
+        "PGDATABASE": parts.path.lstrip("/") or "postgres",
+    }
+    if parts.password:
+        env["PGPASSWORD"] = urllib.parse.unquote(parts.password)
+    return env
 
 
 @dataclass

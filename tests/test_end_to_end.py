@@ -14,8 +14,6 @@ import os
 import subprocess
 import sys
 import typing as t
-import urllib.parse
-import uuid
 from collections import Counter
 from pathlib import Path
 
@@ -23,11 +21,8 @@ import pytest
 
 from emulator import Dataset, Emulator
 from emulator.__main__ import parse_args
-from tests.conftest import CREDENTIAL, ROOT, ns, sync, tap_config
+from tests.conftest import CREDENTIAL, POSTGRES_URL, ROOT, libpq_env, ns, sync, tap_config
 
-POSTGRES_URL = os.environ.get(
-    "ACCESSGOV_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
-)
 BIN = Path(sys.executable).parent
 DATASET = {
     "seed": 5,
@@ -75,42 +70,6 @@ def emulator() -> t.Iterator[Emulator]:
 def default_emulator() -> t.Iterator[Emulator]:
     with Emulator(default_dataset(events=2500), credential=CREDENTIAL) as emu:
         yield emu
-
-
-def libpq_env(url: str) -> dict[str, str]:
-    """The PG* variables for a postgresql:// URL (what the shipped target-postgres reads)."""
-    parts = urllib.parse.urlsplit(url)
-    env = {
-        "PGHOST": parts.hostname or "127.0.0.1",
-        "PGPORT": str(parts.port or 5432),
-        "PGUSER": urllib.parse.unquote(parts.username or "postgres"),
-        "PGDATABASE": parts.path.lstrip("/") or "postgres",
-    }
-    if parts.password:
-        env["PGPASSWORD"] = urllib.parse.unquote(parts.password)
-    return env
-
-
-@pytest.fixture
-def postgres() -> t.Iterator[tuple[t.Any, str]]:
-    """A connection and a fresh schema, dropped afterwards. No server is a failure."""
-    import psycopg
-
-    try:
-        connection = psycopg.connect(
-            POSTGRES_URL.replace("postgresql+psycopg://", "postgresql://"), autocommit=True
-        )
-    except psycopg.OperationalError as exc:
-        pytest.fail(
-            f"PostgreSQL is not reachable at {POSTGRES_URL} ({exc}). The end-to-end tests need "
-            "it: start it, or point ACCESSGOV_TEST_POSTGRES_URL at one."
-        )
-    schema = f"accessgov_e2e_{uuid.uuid4().hex[:10]}"
-    try:
-        yield connection, schema
-    finally:
-        connection.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
-        connection.close()
 
 
 def truth_feed_keys(emulator: Emulator) -> Counter:

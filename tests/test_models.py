@@ -12,17 +12,15 @@ from __future__ import annotations
 import os
 import subprocess
 import typing as t
-import uuid
 from collections import Counter
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import pytest
 
 from emulator import Dataset, Emulator, lifecycle
 from emulator.timefmt import format_ns
-from tests.conftest import CREDENTIAL, ROOT, tap_env
-from tests.test_end_to_end import BIN, POSTGRES_URL
+from tests.conftest import CREDENTIAL, POSTGRES_URL, ROOT, libpq_env, tap_env
+from tests.test_end_to_end import BIN
 
 DATASET = {
     "seed": 5,
@@ -185,43 +183,6 @@ def test_models_on_duckdb_equal_the_emulators_truth(
     lines = (tmp_path / "jsonl" / "grant_feed.jsonl").read_text().count("\n")
     assert lines > ds.total
     compare(query, truth(ds, as_of))
-
-
-@pytest.fixture
-def postgres() -> t.Iterator[tuple[t.Any, str]]:
-    """A connection and two fresh schemas (loaded tables, models), dropped afterwards."""
-    import psycopg
-
-    try:
-        connection = psycopg.connect(
-            POSTGRES_URL.replace("postgresql+psycopg://", "postgresql://"), autocommit=True
-        )
-    except psycopg.OperationalError as exc:
-        pytest.fail(
-            f"PostgreSQL is not reachable at {POSTGRES_URL} ({exc}). The model tests need it: "
-            "start it, or point ACCESSGOV_TEST_POSTGRES_URL at one."
-        )
-    schema = f"accessgov_models_{uuid.uuid4().hex[:10]}"
-    try:
-        yield connection, schema
-    finally:
-        for name in (schema, schema + "_models"):
-            connection.execute(f"DROP SCHEMA IF EXISTS {name} CASCADE")
-        connection.close()
-
-
-def libpq_env(url: str) -> dict[str, str]:
-    """The PG* variables for a SQLAlchemy-style URL: what the dbt-postgres profile reads."""
-    parts = urlsplit(url.replace("postgresql+psycopg://", "postgresql://"))
-    env = {
-        "PGHOST": parts.hostname or "127.0.0.1",
-        "PGPORT": str(parts.port or 5432),
-        "PGUSER": parts.username or "postgres",
-        "PGDATABASE": parts.path.lstrip("/") or "postgres",
-    }
-    if parts.password:
-        env["PGPASSWORD"] = parts.password
-    return env
 
 
 def test_models_on_postgres_equal_the_emulators_truth(
