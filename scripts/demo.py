@@ -48,7 +48,7 @@ QUESTIONS = {
         FROM {models}.grant_event_types ORDER BY events DESC
     """,
     "Current holders of the busiest entitlement ({app_id} / {app_entitlement_id}), "
-    "latest 10 (current_grants)": """
+    "latest 10 (current_grants; times in UTC)": """
         SELECT app_user_id, granted_at, granted_ticket_id,
                count(*) OVER () AS holders_in_total
         FROM {models}.current_grants
@@ -66,13 +66,14 @@ QUESTIONS = {
     """,
     "Excluded from automation, DISABLED in the directory, and still holding the entitlement "
     "(excluded_users; first 10)": """
-        SELECT display_name, email, status, app_entitlement_id, held_since,
+        SELECT display_name, email, directory_status, status AS service_status,
+               app_entitlement_id, held_since,
                count(*) OVER () AS rows_in_total
         FROM {models}.excluded_users
         WHERE directory_status = 'DISABLED' AND holds_entitlement
         ORDER BY display_name, app_entitlement_id LIMIT 10
     """,
-    "Who held the busiest entitlement on {as_of} (access_as_of; first 10)": """
+    "Who held the busiest entitlement on {as_of} (access_as_of; first 10; times in UTC)": """
         SELECT app_user_id, granted_at, granted_ticket_id, count(*) OVER () AS holders_in_total
         FROM {models}.access_as_of
         WHERE app_id = '{app_id}' AND app_entitlement_id = '{app_entitlement_id}'
