@@ -37,11 +37,18 @@ class TapAccessGov(Tap):
         """Every bad setting is reported before anything runs, in our words (settings.py)."""
         try:
             super().__init__(*args, validate_config=validate_config, **kwargs)
+            schema_failure = None
         except ConfigValidationError as exc:
+            schema_failure = exc
+        # Before any error: a mistyped setting often explains the error that follows.
+        for warning in settings.unknown_settings(self.config, self.settings_schema()):
+            self.logger.warning(warning)
+        if schema_failure is not None:
             problems = settings.schema_problems(self.config, self.config_jsonschema)
             raise ConfigValidationError(
                 "Config validation failed",
-                errors=(problems or list(exc.errors)) + settings.semantic_problems(self.config),
+                errors=(problems or list(schema_failure.errors))
+                + settings.semantic_problems(self.config),
                 schema=self.config_jsonschema,
             ) from None
         if validate_config and (problems := settings.semantic_problems(self.config)):
@@ -53,8 +60,6 @@ class TapAccessGov(Tap):
             # hook to wrap a value (singer-sdk 0.54): this one write keeps the secret out of
             # any repr of the config (log lines, tracebacks).
             self._config["client_secret"] = RedactedStr(secret)
-        for warning in settings.unknown_settings(self.config, self.settings_schema()):
-            self.logger.warning(warning)
 
     @classmethod
     def settings_schema(cls) -> dict[str, t.Any]:

@@ -222,3 +222,15 @@ def test_a_passing_connection_test_says_so_without_errors(tmp_path) -> None:
         "Connection test passed: an access token was obtained and each stream answered "
         "(grant_feed, automation_exclusions, users)"
     )
+
+
+def test_an_unknown_setting_is_named_even_when_another_setting_is_invalid(tmp_path) -> None:
+    """A typo often explains the error next to it: the warning comes before the error."""
+    config = {**GOOD, "page_sise": 50, "page_size": 5}
+    result = run_cli("--config", config_file(config, tmp_path))
+    assert result.returncode == 1
+    lines = result.stderr.splitlines()
+    warning = next(i for i, line in enumerate(lines) if "did you mean 'page_size'?" in line)
+    error = next(i for i, line in enumerate(lines) if "Config validation failed" in line)
+    assert warning < error
+    assert "page_size: 5 is less than the minimum of 10" in lines[error]
