@@ -375,6 +375,15 @@ def meltano_run(env: dict[str, str], log: Path) -> tuple[float, dict[str, int]]:
 
 
 def end_to_end(args: argparse.Namespace, workdir: Path, report: t.Callable[[str], None]) -> None:
+    # The plugins of meltano.yml, as a user's `meltano install` lays them out (quick when they
+    # are already there): a fresh checkout has none.
+    subprocess.run(
+        [str(BIN / "meltano"), "install"],
+        cwd=ROOT,
+        env={**os.environ, "MELTANO_SEND_ANONYMOUS_USAGE_STATS": "false"},
+        check=True,
+        capture_output=True,
+    )
     warehouse = Warehouse()
     try:
         if not args.candidates:
