@@ -27,7 +27,8 @@ ROOT = Path(__file__).resolve().parent.parent
 POSTGRES_URL = os.environ.get(
     "ACCESSGOV_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 )
-BIN_TAP = Path(sys.executable).with_name("tap-accessgov")
+BIN = Path(sys.executable).parent
+BIN_TAP = BIN / "tap-accessgov"
 CREDENTIAL = make_credential(seed=7, tenant="acme.accessgov.test")
 # Small enough to sync in about a second, large enough for many pages and shared users.
 SMALL_DATASET = {
@@ -37,6 +38,16 @@ SMALL_DATASET = {
     "users": 250,
     "exclusion_entitlements": 8,
     "max_exclusions": 180,
+}
+
+# The end-to-end tests' tenant: enough for several pages everywhere, small enough for Meltano runs.
+E2E_DATASET = {
+    "seed": 5,
+    "events": 2500,
+    "apps": 5,
+    "users": 400,
+    "exclusion_entitlements": 10,
+    "max_exclusions": 150,
 }
 
 _shared: Emulator | None = None
@@ -61,6 +72,35 @@ def emulator() -> t.Iterator[Emulator]:
     """A fresh emulator per test, for tests that change it (faults, events, tokens)."""
     with Emulator(Dataset(**SMALL_DATASET), credential=CREDENTIAL) as emu:
         yield emu
+
+
+@pytest.fixture(scope="session")
+def meltano_plugins() -> None:
+    """meltano.yml's plugins (loaders, dbt utilities) in .meltano/, quick when already there."""
+    result = subprocess.run(
+        [str(BIN / "meltano"), "install"],
+        cwd=ROOT,
+        env={**os.environ, "MELTANO_SEND_ANONYMOUS_USAGE_STATS": "false"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+
+
+def meltano(*args: str, env: dict[str, str], timeout: float = 900) -> None:
+    """Run meltano in the project as a user would; it must succeed and never show the secret."""
+    result = subprocess.run(
+        [str(BIN / "meltano"), *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    assert CREDENTIAL.client_secret not in result.stdout + result.stderr
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ an incremental run, a second build, and the same comparisons again.
 from __future__ import annotations
 
 import os
-import subprocess
 import typing as t
 from collections import Counter
 from pathlib import Path
@@ -19,37 +18,21 @@ import pytest
 
 from emulator import Dataset, Emulator, lifecycle
 from emulator.timefmt import format_ns
-from tests.conftest import CREDENTIAL, POSTGRES_URL, ROOT, libpq_env, tap_env
-from tests.test_end_to_end import BIN
+from tests.conftest import (
+    CREDENTIAL,
+    E2E_DATASET,
+    POSTGRES_URL,
+    libpq_env,
+    meltano,
+    tap_env,
+)
 
-DATASET = {
-    "seed": 5,
-    "events": 2500,
-    "apps": 5,
-    "users": 400,
-    "exclusion_entitlements": 10,
-    "max_exclusions": 150,
-}
 NEW_EVENTS = 150
-
-
-@pytest.fixture(scope="module")
-def meltano_plugins() -> None:
-    """meltano.yml's plugins, the dbt utilities included, installed into .meltano/."""
-    result = subprocess.run(
-        [str(BIN / "meltano"), "install"],
-        cwd=ROOT,
-        env={**os.environ, "MELTANO_SEND_ANONYMOUS_USAGE_STATS": "false"},
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
 
 
 @pytest.fixture
 def emulator() -> t.Iterator[Emulator]:
-    with Emulator(Dataset(**DATASET), credential=CREDENTIAL) as emu:
+    with Emulator(Dataset(**E2E_DATASET), credential=CREDENTIAL) as emu:
         yield emu
 
 
@@ -119,20 +102,6 @@ def compare(query: t.Callable[[str], list[tuple]], expected: dict[str, Counter])
         )
     assert expected["grant_intervals"]
     assert expected["excluded_users"]
-
-
-def meltano(*args: str, env: dict[str, str]) -> None:
-    result = subprocess.run(
-        [str(BIN / "meltano"), *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
-    assert CREDENTIAL.client_secret not in result.stdout + result.stderr
 
 
 def base_env(emulator: Emulator, tmp_path: Path, as_of: int) -> dict[str, str]:
