@@ -31,8 +31,7 @@ if t.TYPE_CHECKING:
 
 
 def _failed(request: requests.PreparedRequest, exc: BaseException | None) -> str:
-    path = (request.path_url or "").split("?", 1)[0]
-    return f"{request.method} {path} failed: {type(exc).__name__}"
+    return f"{where(request)} failed: {type(exc).__name__}"
 
 
 class ApiConnection(t.Protocol):
@@ -200,10 +199,12 @@ class AccessGovStream(RESTStream[str | None], ProgressReportingStream):
         if response.status_code == 401:
             refused = response.request.headers.get("Authorization", "").removeprefix("Bearer ")
             if self.authenticator.renew_after_unauthorized(refused):
-                msg = f"{where(response)} answered 401; retrying once with a new access token"
+                msg = (
+                    f"{where(response.request)} answered 401; retrying once with a new access token"
+                )
                 raise RetriableAPIError(msg, response)
             msg = (
-                f"{where(response)} answered 401 to a newly issued access token: "
+                f"{where(response.request)} answered 401 to a newly issued access token: "
                 f"{service_message(response)}. Check that the API credential is still valid "
                 "and that its scope and allowed IPs permit this call."
             )
@@ -214,7 +215,7 @@ class AccessGovStream(RESTStream[str | None], ProgressReportingStream):
 
     @override
     def response_error_message(self, response: requests.Response) -> str:
-        return f"{where(response)} answered {response.status_code}: {service_message(response)}"
+        return f"{where(response.request)} answered {response.status_code}: {service_message(response)}"
 
     @override
     def parse_response(self, response: requests.Response) -> t.Iterable[dict[str, t.Any]]:

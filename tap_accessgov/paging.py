@@ -32,14 +32,14 @@ def page_body(response: requests.Response) -> dict[str, t.Any]:
         except ValueError:
             body = None
         if not isinstance(body, dict):
-            msg = f"{where(response)} answered 200 with a body that is not a JSON object"
+            msg = f"{where(response.request)} answered 200 with a body that is not a JSON object"
             raise MalformedPageError(msg, response)
         _PAGES[response] = body
     return body
 
 
-def where(response: requests.Response) -> str:
-    request = response.request
+def where(request: requests.PreparedRequest) -> str:
+    """``METHOD /path`` of a call, without its query: how every message names a call."""
     path = request.path_url.split("?", 1)[0] if request.path_url else "?"
     return f"{request.method} {path}"
 
@@ -66,7 +66,7 @@ class NextPageTokenPaginator(BaseAPIPaginator[str | None]):
         if token is not None:
             if token in self._seen:
                 msg = (
-                    f"{where(response)} returned a page token it had already returned; "
+                    f"{where(response.request)} returned a page token it had already returned; "
                     "stopping instead of looping forever"
                 )
                 raise RepeatedPageTokenError(msg)
