@@ -44,6 +44,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="answer every exclusions request with the first page and the same token, like a "
         "gateway ignoring undeclared query parameters",
     )
+    p.add_argument(
+        "--emit-unpopulated",
+        action="store_true",
+        help='send unset fields empty ("", false, 0, [], null) on every endpoint instead of '
+        "omitting them, as the service's EmitUnpopulated marshalling does",
+    )
+    p.add_argument(
+        "--catalog-apps", type=int, default=120, help="apps in the catalog (at least --apps)"
+    )
+    p.add_argument(
+        "--catalog-entitlements",
+        type=int,
+        default=None,
+        help="app entitlements in the whole catalog (default: a few per catalog-only app)",
+    )
     p.add_argument("--credential-seed", type=int, default=7)
     p.add_argument("--tenant", default="acme.accessgov.test")
     p.add_argument(
@@ -66,6 +81,8 @@ def main(argv: list[str] | None = None) -> int:
         max_exclusions=args.max_exclusions,
         end=args.end,
         span_days=args.span_days,
+        catalog_apps=args.catalog_apps,
+        catalog_entitlements=args.catalog_entitlements,
     )
     credential = make_credential(seed=args.credential_seed, tenant=args.tenant)
     emulator = Emulator(
@@ -75,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         port=args.port,
         latency=args.latency,
         exclusions_ignore_page_token=args.exclusions_ignore_page_token,
+        emit_unpopulated=args.emit_unpopulated,
     )
     stop = threading.Event()
 

@@ -36,6 +36,7 @@ class Emulator:
         latency: float = 0.0,
         tls: ssl.SSLContext | None = None,
         exclusions_ignore_page_token: bool = False,
+        emit_unpopulated: bool = False,
     ) -> None:
         self.dataset = dataset if dataset is not None else Dataset()
         self.credential = credential if credential is not None else make_credential()
@@ -50,6 +51,9 @@ class Emulator:
         # Answer every exclusions request with the first page and the same token, like a
         # gateway ignoring query parameters the operation does not declare.
         self.exclusions_ignore_page_token = exclusions_ignore_page_token
+        # Send unset fields empty ("", false, 0, [], null) on every endpoint instead of
+        # omitting them (see emulator/unpopulated.py).
+        self.emit_unpopulated = emit_unpopulated
         self._server: EmulatorServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -191,10 +195,15 @@ class Emulator:
                 if not isinstance(flag := args["exclusions_ignore_page_token"], bool):
                     raise ValueError("exclusions_ignore_page_token must be true or false")
                 self.exclusions_ignore_page_token = flag
+            if "emit_unpopulated" in args:
+                if not isinstance(flag := args["emit_unpopulated"], bool):
+                    raise ValueError("emit_unpopulated must be true or false")
+                self.emit_unpopulated = flag
             return {
                 "latency": self.latency,
                 "token_lifetime": self.token_lifetime,
                 "exclusions_ignore_page_token": self.exclusions_ignore_page_token,
+                "emit_unpopulated": self.emit_unpopulated,
             }
         elif args.get("clear"):
             self.faults.clear()

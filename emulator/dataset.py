@@ -117,6 +117,8 @@ class Dataset:
         *,
         end: datetime | str | None = None,
         span_days: int = 180,
+        catalog_apps: int = 120,
+        catalog_entitlements: int | None = None,
     ) -> None:
         if apps < 1 or users < 1 or events < 0 or span_days < 1:
             raise ValueError("need apps >= 1, users >= 1, events >= 0, span_days >= 1")
@@ -128,6 +130,7 @@ class Dataset:
         self._build_catalog(apps, users)
         self._build_exclusions(exclusion_entitlements, max_exclusions)
         self._plan_lifecycles(events)
+        self._build_catalog_only_apps(catalog_apps, catalog_entitlements)
         # Event i's date is base + i*step + jitter, jitter in [0, window), then rounded by
         # at most MARGIN; so the whole initial feed ends before `end`.
         span = span_days * 86_400 * NS
@@ -183,6 +186,60 @@ class Dataset:
             auid: (a, u) for a, ids in enumerate(self._app_users) for u, auid in enumerate(ids)
         }
 
+    def _build_catalog_only_apps(self, total_apps: int, total_entitlements: int | None) -> None:
+        """Apps of the tenant's catalog that no grant event names (a real tenant has many):
+        the catalog then holds ``total_apps`` apps. The first has no entitlement, the second
+        several pages of them (230); with ``total_entitlements`` the others share what makes
+        the catalog's entitlements add up to it, else each has one to five. Every tenth of
+        their entitlements has automation on (and no exclusion)."""
+        extra = max(0, total_apps - len(self._apps))
+        rng = random.Random(f"{self.seed}:catalog-only")
+        counts = [0, 230][:extra]
+        rest = extra - len(counts)
+        if total_entitlements is not None and rest:
+            left = max(0, total_entitlements - sum(len(a.entitlement_ids) for a in self._apps))
+            left = max(0, left - sum(counts))
+            counts += [left // rest + (1 if n < left % rest else 0) for n in range(rest)]
+        else:
+            counts += [rng.randint(1, 5) for _ in range(rest)]
+        roles = ("admin", "member", "viewer", "editor", "billing")
+        self._catalog_only: list[App] = []
+        for n, count in enumerate(counts):
+            a = len(self._apps) + n
+            ids = tuple(self._id("catalog-entitlement", a, k) for k in range(count))
+            names = tuple(f"{roles[k % len(roles)]} {k // len(roles) + 1}" for k in range(count))
+            self._catalog_only.append(App(self._id("app", a), f"Catalog app {n + 1}", ids, names))
+        self._catalog_index = {app.id: a for a, app in enumerate(self.catalog_apps)}
+
+    @property
+    def catalog_apps(self) -> list[App]:
+        """Every app of the tenant, in the order the service lists them: those of the feed,
+        then those no grant event names."""
+        return self._apps + self._catalog_only
+
+    def catalog_app(self, app_id: str) -> tuple[int, App] | None:
+        """(position in the catalog, app) of an app id; None if the tenant has no such app."""
+        position = self._catalog_index.get(app_id)
+        return None if position is None else (position, self.catalog_apps[position])
+
+    def is_automated(self, position: int, k: int) -> bool:
+        """Whether automation is on for entitlement ``k`` of the catalog's app ``position``:
+        every entitlement chosen for exclusions (with or without any), every tenth of the
+        others."""
+        if position < len(self._apps):
+            return (position, k) in self._exclusions or (position + k) % 10 == 3
+        return (7 * position + k) % 10 == 0
+
+    @property
+    def automated_entitlements(self) -> list[tuple[str, str]]:
+        """Ground truth: every (app id, entitlement id) with automation on, in catalog order."""
+        return [
+            (app.id, ent)
+            for position, app in enumerate(self.catalog_apps)
+            for k, ent in enumerate(app.entitlement_ids)
+            if self.is_automated(position, k)
+        ]
+
     @property
     def apps(self) -> list[str]:
         return [app.id for app in self._apps]
@@ -205,7 +262,13 @@ class Dataset:
         return make_user(self.user_context(), self._user_index[user_id])
 
     def entitlement_index(self, app_id: str, entitlement_id: str) -> tuple[int, int] | None:
+        """(app, entitlement) indexes of an entitlement of the feed's apps."""
         return self._ent_index.get((app_id, entitlement_id))
+
+    def has_entitlement(self, app_id: str, entitlement_id: str) -> bool:
+        """Whether the tenant's catalog has this app entitlement (ids are per app)."""
+        found = self.catalog_app(app_id)
+        return found is not None and entitlement_id in found[1].entitlement_ids
 
     # ----- expanded objects (protobuf Any style) --------------------------------------------
 

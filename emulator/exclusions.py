@@ -9,16 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from emulator.dataset import Dataset
-from emulator.errors import NOT_FOUND, ApiError, bad_request
-from emulator.paging import PageTokens, clamp_page_size, digest_of
-
-# Query names as gRPC-gateway accepts them: proto name or JSON name.
-QUERY = {
-    "page_size": "page_size",
-    "pageSize": "page_size",
-    "page_token": "page_token",
-    "pageToken": "page_token",
-}
+from emulator.errors import NOT_FOUND, ApiError
+from emulator.paging import PAGING_QUERY, PageTokens, clamp_page_size, digest_of, paging_params
 
 
 def list_automation_exclusions(
@@ -34,28 +26,17 @@ def list_automation_exclusions(
     description of this operation declares none): every request gets the first page and the
     same ``nextPageToken``."""
     if ignore_paging:
-        query = {key: values for key, values in query.items() if key not in QUERY}
-    params: dict[str, str] = {}
-    for key, values in query.items():
-        name = QUERY.get(key)
-        if name is None:
-            raise bad_request(f'unknown query parameter "{key}"')
-        if name in params or len(values) != 1:
-            raise bad_request(f'query parameter "{name}" given more than once')
-        params[name] = values[0]
-    index = ds.entitlement_index(app_id, entitlement_id)
-    if index is None:
+        query = {key: values for key, values in query.items() if key not in PAGING_QUERY}
+    params = paging_params(query)
+    if not ds.has_entitlement(app_id, entitlement_id):
         raise ApiError(404, NOT_FOUND, "app entitlement not found")
-    size_text = params.get("page_size", "") or "0"
-    if not size_text.lstrip("-").isdigit():
-        raise bad_request("page_size must be an integer")
-    page_size = clamp_page_size(int(size_text))
+    index = ds.entitlement_index(app_id, entitlement_id)
+    page_size = clamp_page_size(params.page_size)
     digest = digest_of(["exclusions", app_id, entitlement_id])
-    token = params.get("page_token", "")
-    start = tokens.decode(token, digest) if token else 0
-    members = ds.exclusion_members(*index)
+    start = tokens.decode(params.page_token, digest) if params.page_token else 0
+    members = ds.exclusion_members(*index) if index is not None else []
     end = start + page_size
-    page = [ds.exclusion_entry(*index, u) for u in members[start:end]]
+    page = [ds.exclusion_entry(*index, u) for u in members[start:end]] if index is not None else []
     response: dict[str, Any] = {"list": page or None}
     if end < len(members):
         response["nextPageToken"] = tokens.encode(end, digest)

@@ -13,7 +13,7 @@ import hashlib
 import hmac
 import json
 import secrets
-from typing import Any
+from typing import Any, NamedTuple
 
 from emulator.errors import bad_request
 
@@ -57,3 +57,34 @@ def clamp_page_size(value: int) -> int:
     if value == 0:
         return 25
     return min(max(value, 10), 100)
+
+
+# Query names as gRPC-gateway accepts them: proto name or JSON name.
+PAGING_QUERY = {
+    "page_size": "page_size",
+    "pageSize": "page_size",
+    "page_token": "page_token",
+    "pageToken": "page_token",
+}
+
+
+class PagingParams(NamedTuple):
+    page_size: int  # 0 = not given
+    page_token: str
+
+
+def paging_params(query: dict[str, list[str]]) -> PagingParams:
+    """``page_size`` and ``page_token`` of a GET list's query string; 400 for any other
+    parameter, a repeated one or a page size that is not an integer."""
+    params: dict[str, str] = {}
+    for key, values in query.items():
+        name = PAGING_QUERY.get(key)
+        if name is None:
+            raise bad_request(f'unknown query parameter "{key}"')
+        if name in params or len(values) != 1:
+            raise bad_request(f'query parameter "{name}" given more than once')
+        params[name] = values[0]
+    size_text = params.get("page_size", "") or "0"
+    if not size_text.lstrip("-").isdigit():
+        raise bad_request("page_size must be an integer")
+    return PagingParams(int(size_text), params.get("page_token", ""))

@@ -19,7 +19,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from emulator import auth
+from emulator import auth, unpopulated
+from emulator.catalog import list_app_entitlements, list_apps
 from emulator.errors import (
     INTERNAL,
     NOT_FOUND,
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
 HOST = "127.0.0.1"
 FEED_PATH = "/api/v1/grants/feed"
 EXCLUSIONS = re.compile(r"/api/v1/apps/([^/]+)/entitlements/([^/]+)/automation/exclusions")
+APPS_PATH = "/api/v1/apps"
+APP_ENTITLEMENTS = re.compile(r"/api/v1/apps/([^/]+)/entitlements")
 MAX_BODY = 1 << 20
 GATEWAY_ERRORS = {
     "429": (RESOURCE_EXHAUSTED, "rate limit exceeded"),
@@ -239,10 +242,23 @@ class _Handler(BaseHTTPRequestHandler):
             emu.stats_counter.count("unauthorized")
             raise
         match = EXCLUSIONS.fullmatch(path)
+        catalog_match = APP_ENTITLEMENTS.fullmatch(path)
+        emit = emu.emit_unpopulated
         if path == FEED_PATH:
             if method != "POST":
                 raise method_not_allowed("POST")
             result = search_grant_feed(emu.dataset, emu.page_tokens, body)
+            if emit:
+                result = unpopulated.feed_page(result)
+        elif path == APPS_PATH:
+            if method != "GET":
+                raise method_not_allowed("GET")
+            result = list_apps(emu.dataset, emu.page_tokens, query, emit)
+        elif catalog_match:
+            if method != "GET":
+                raise method_not_allowed("GET")
+            app_id = unquote(catalog_match.group(1))
+            result = list_app_entitlements(emu.dataset, emu.page_tokens, app_id, query, emit)
         elif match:
             if method != "GET":
                 raise method_not_allowed("GET")
@@ -255,6 +271,8 @@ class _Handler(BaseHTTPRequestHandler):
                 query,
                 ignore_paging=emu.exclusions_ignore_page_token,
             )
+            if emit:
+                result = unpopulated.exclusions_page(result)
         else:
             raise ApiError(404, NOT_FOUND, "not found")
         self._send(200, _json(result))
