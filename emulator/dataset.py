@@ -359,10 +359,13 @@ class Dataset:
         }
 
     def exclusion_entries(self, app_id: str, entitlement_id: str) -> list[dict[str, Any]]:
-        """Ground truth: the raw exclusion entries of one app entitlement, in server order."""
+        """Ground truth: the raw exclusion entries of one app entitlement, in server order
+        (none for an entitlement of an app no grant event names)."""
+        if not self.has_entitlement(app_id, entitlement_id):
+            raise KeyError((app_id, entitlement_id))
         index = self.entitlement_index(app_id, entitlement_id)
         if index is None:
-            raise KeyError((app_id, entitlement_id))
+            return []
         return [self.exclusion_entry(*index, u) for u in self.exclusion_members(*index)]
 
     # ----- grant feed -----------------------------------------------------------------------

@@ -1,19 +1,18 @@
-"""Automation exclusions (one partition per configured app entitlement) and the users found in
-them: the service sends each excluded user whole inside its exclusion entries."""
+"""Automation exclusions (one partition per app entitlement, configured or found through the
+catalog) and the users found in them: the service sends each excluded user whole inside its
+exclusion entries."""
 
 from __future__ import annotations
 
 import typing as t
 
-from singer_sdk.exceptions import FatalAPIError
 from singer_sdk.helpers.conform import TypeConformanceLevel
 from typing_extensions import override
 
 from tap_accessgov import schemas
-from tap_accessgov.client import AccessGovStream
 from tap_accessgov.excluded_users import ExcludedUsers, PartitionKey
 from tap_accessgov.paging import RepeatedPageTokenError, page_body
-from tap_accessgov.prefetch import PartitionPrefetcher
+from tap_accessgov.prefetch import ConcurrentPartitionsStream
 from tap_accessgov.progress import DryRunLimit, ProgressReportingStream
 
 if t.TYPE_CHECKING:
@@ -21,17 +20,18 @@ if t.TYPE_CHECKING:
     from singer_sdk import Tap
     from singer_sdk.helpers.types import Context
 
+    from tap_accessgov.catalog import AppEntitlementsStream
+    from tap_accessgov.client import ApiConnection
+
 # The entry's user object travels under this key from parse_response to get_records (which
 # moves it into the run's ExcludedUsers before the record reaches the SDK); never written.
 _USER = "__user__"
 
 
-class EntitlementNotFoundError(FatalAPIError):
-    """An exclusion entitlement the service does not know (404)."""
-
-
-class AutomationExclusionsStream(AccessGovStream):
-    """Users excluded from automation on each configured app entitlement (one partition each).
+class AutomationExclusionsStream(ConcurrentPartitionsStream):
+    """Users excluded from automation, one partition per app entitlement: those of the
+    ``exclusion_entitlements`` setting, or, when it is not set, every app entitlement of the
+    tenant's catalog whose automation is on (all of them with ``exclusion_scope: all``).
 
     The operation declares no paging parameters, so the first request sends none; a
     non-empty ``nextPageToken`` is followed with ``page_token`` and ``page_size``.
@@ -45,19 +45,33 @@ class AutomationExclusionsStream(AccessGovStream):
     schema = schemas.AUTOMATION_EXCLUSION
     TYPE_CONFORMANCE_LEVEL = TypeConformanceLevel.NONE  # four strings built by parse_response
 
-    def __init__(self, *args: t.Any, **kwargs: t.Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._prefetcher: PartitionPrefetcher | None = None
+    def __init__(
+        self, tap: Tap, *, connection: ApiConnection, catalog: AppEntitlementsStream
+    ) -> None:
+        super().__init__(tap, connection=connection)
+        self.catalog = catalog
         self.excluded_users = ExcludedUsers()
+        self._partitions: list[dict[str, t.Any]] | None = None
 
     @property
     @override
     def partitions(self) -> list[dict[str, t.Any]] | None:
-        """Contexts named like the record fields, so the SDK fills them into records."""
-        return [
-            {"appId": entry["app_id"], "appEntitlementId": entry["app_entitlement_id"]}
-            for entry in self.config.get("exclusion_entitlements") or []
-        ]
+        """Contexts named like the record fields, so the SDK fills them into records; found
+        once per run (through the catalog unless ``exclusion_entitlements`` is set)."""
+        if self._partitions is None:
+            configured = self.config.get("exclusion_entitlements")
+            if configured is not None:
+                keys = [(e["app_id"], e["app_entitlement_id"]) for e in configured]
+            else:
+                keys = self.catalog.entitlements_for_exclusions(
+                    automated_only=self.config["exclusion_scope"] == "automated"
+                )
+            self._partitions = [{"appId": app, "appEntitlementId": ent} for app, ent in keys]
+        return self._partitions
+
+    @override
+    def describe(self, context: Context) -> str:
+        return f"app entitlement {context['appEntitlementId']} of app {context['appId']}"
 
     @override
     def get_url_params(
@@ -68,12 +82,6 @@ class AutomationExclusionsStream(AccessGovStream):
         return {"page_token": next_page_token, "page_size": self.page_size}
 
     @override
-    def validate_response(self, response: requests.Response) -> None:
-        if response.status_code == 404:
-            raise EntitlementNotFoundError(self.response_error_message(response))
-        super().validate_response(response)
-
-    @override
     def get_records(self, context: Context | None) -> t.Iterable[dict[str, t.Any]]:
         """Records of one entitlement; with ``max_concurrency`` > 1 the next entitlements are
         already being fetched in worker threads (see prefetch.py).
@@ -82,36 +90,16 @@ class AutomationExclusionsStream(AccessGovStream):
         record: the users it collects do not depend on either, nor on the concurrency.
         """
         if not context:
-            self.logger.info("No exclusion_entitlements configured: nothing to extract")
+            self.logger.info("No app entitlement to read automation exclusions of")
             return
         excluded_users = self.excluded_users
-        try:
-            records: t.Iterable[dict[str, t.Any]]
-            if (workers := int(self.config["max_concurrency"])) > 1:
-                records = self._prefetcher_from(context, workers).take(context)
-            else:
-                records = self._read_partition(context)
-            for record in self.dry_run_limit.apply(records):
-                excluded_users.add(record.pop(_USER))
-                yield record
-        except EntitlementNotFoundError as exc:
-            self.logger.warning(
-                "Skipping app entitlement %s of app %s: the service does not know it (%s)",
-                context["appEntitlementId"],
-                context["appId"],
-                exc,
-            )
-        except BaseException:
-            self.stop_prefetching()
-            raise
+        for record in self.dry_run_limit.apply(self.partition_records(context)):
+            excluded_users.add(record.pop(_USER))
+            yield record
         excluded_users.mark_read(partition_key(context))
 
-    def stop_prefetching(self) -> None:
-        """Cancel the fetches running ahead (see prefetch.py); they end at their next record."""
-        if self._prefetcher is not None:
-            self._prefetcher.close()
-
-    def _read_partition(
+    @override
+    def read_partition(
         self, context: Context, stopped: t.Callable[[], bool] = lambda: False
     ) -> t.Iterator[dict[str, t.Any]]:
         """Every exclusion of one entitlement, once.
@@ -123,9 +111,7 @@ class AutomationExclusionsStream(AccessGovStream):
         """
         seen: set[str] = set()
         try:
-            for record in self.request_records(context):
-                if stopped():
-                    return
+            for record in super().read_partition(context, stopped):
                 if record["userId"] not in seen:
                     seen.add(record["userId"])
                     yield record
@@ -138,18 +124,6 @@ class AutomationExclusionsStream(AccessGovStream):
                 context["appId"],
                 len(seen),
             )
-
-    def _prefetcher_from(self, context: Context, workers: int) -> PartitionPrefetcher:
-        if self._prefetcher is None or self._prefetcher.closed:
-            partitions = self.partitions or []
-            start = partitions.index(dict(context)) if dict(context) in partitions else 0
-            self.requests_session  # noqa: B018  (create the shared session before the threads)
-            self._prefetcher = PartitionPrefetcher(
-                lambda ctx, stopped: list(self._read_partition(ctx, stopped)),
-                partitions[start:],
-                workers,
-            )
-        return self._prefetcher
 
     @override
     def parse_response(self, response: requests.Response) -> list[dict[str, t.Any]]:
@@ -199,8 +173,7 @@ class UsersStream(ProgressReportingStream):
     def __init__(self, tap: Tap, *, exclusions: AutomationExclusionsStream) -> None:
         super().__init__(tap)
         self.exclusions = exclusions
-        self._known_fields = frozenset(self.schema["properties"])
-        self._reported_fields: set[str] = set()
+        self.known_fields = schemas.KnownFields(self.schema, self.logger, "User")
         self.dry_run_limit = DryRunLimit(self)
 
     @override
@@ -223,15 +196,4 @@ class UsersStream(ProgressReportingStream):
     def post_process(
         self, row: dict[str, t.Any], context: Context | None = None
     ) -> dict[str, t.Any] | None:
-        """Drop User fields the schema does not know yet, saying so once per run (the SDK
-        would warn for every record)."""
-        if unknown := row.keys() - self._known_fields:
-            if new := unknown - self._reported_fields:
-                self._reported_fields |= new
-                self.logger.warning(
-                    "The service sent User fields this tap does not know yet; they are not "
-                    "extracted: %s",
-                    ", ".join(sorted(new)),
-                )
-            row = {key: value for key, value in row.items() if key in self._known_fields}
-        return row
+        return self.known_fields.apply(row)

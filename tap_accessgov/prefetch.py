@@ -5,6 +5,8 @@ hundreds of entitlements the run is one request latency after another. Here the 
 drives the sync (contexts, records, state, child streams, one writer on stdout); only the
 HTTP work of the next few partitions runs ahead in threads, through the stream's own request
 loop (same paging, retries and authenticator). Results are handed back in partition order.
+Used by every stream with one request loop per partition: app entitlements (one partition
+per app) and automation exclusions (one per app entitlement).
 """
 
 from __future__ import annotations
@@ -12,6 +14,14 @@ from __future__ import annotations
 import collections
 import typing as t
 from concurrent.futures import Future, ThreadPoolExecutor
+
+from singer_sdk.exceptions import FatalAPIError
+from typing_extensions import override
+
+from tap_accessgov.client import AccessGovStream
+
+if t.TYPE_CHECKING:
+    import requests
 
 Record = dict[str, t.Any]
 Context = t.Mapping[str, t.Any]
@@ -76,3 +86,71 @@ class PartitionPrefetcher:
             future.cancel()
         self._in_flight.clear()
         self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+class PartitionNotFoundError(FatalAPIError):
+    """A partition (an app, an app entitlement) the service does not know (404)."""
+
+
+class ConcurrentPartitionsStream(AccessGovStream):
+    """A partitioned stream whose next partitions are fetched ahead in worker threads
+    (``max_concurrency`` of them; 1 = one after another), through its own request loop.
+
+    A partition the service answers with 404 (deleted since it was listed, or a mistyped
+    setting) is a warning naming it; the others are still extracted.
+    """
+
+    def __init__(self, *args: t.Any, **kwargs: t.Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._prefetcher: PartitionPrefetcher | None = None
+
+    def describe(self, context: Context) -> str:
+        """How a partition is named in messages (ids only: no personal data)."""
+        return ", ".join(f"{key} {value}" for key, value in context.items())
+
+    @override
+    def validate_response(self, response: requests.Response) -> None:
+        if response.status_code == 404:
+            raise PartitionNotFoundError(self.response_error_message(response))
+        super().validate_response(response)
+
+    def partition_records(self, context: Context) -> t.Iterator[Record]:
+        """The records of one partition, in partition order whatever the concurrency."""
+        try:
+            if (workers := int(self.config["max_concurrency"])) > 1:
+                yield from self._prefetcher_from(context, workers).take(context)
+            else:
+                yield from self.read_partition(context)
+        except PartitionNotFoundError as exc:
+            self.logger.warning(
+                "Skipping %s: the service does not know it (%s)", self.describe(context), exc
+            )
+        except BaseException:
+            self.stop_prefetching()
+            raise
+
+    def read_partition(
+        self, context: Context, stopped: t.Callable[[], bool] = lambda: False
+    ) -> t.Iterator[Record]:
+        """Every record of one partition; ends early once ``stopped()`` is true."""
+        for record in self.request_records(dict(context)):
+            if stopped():
+                return
+            yield record
+
+    def stop_prefetching(self) -> None:
+        """Cancel the fetches running ahead; they end at their next record."""
+        if self._prefetcher is not None:
+            self._prefetcher.close()
+
+    def _prefetcher_from(self, context: Context, workers: int) -> PartitionPrefetcher:
+        if self._prefetcher is None or self._prefetcher.closed:
+            partitions = self.partitions or []
+            start = partitions.index(dict(context)) if dict(context) in partitions else 0
+            self.requests_session  # noqa: B018  (create the shared session before the threads)
+            self._prefetcher = PartitionPrefetcher(
+                lambda ctx, stopped: list(self.read_partition(ctx, stopped)),
+                partitions[start:],
+                workers,
+            )
+        return self._prefetcher

@@ -6,6 +6,9 @@ adds values over time and the tap must pass unknown ones through.
 
 from __future__ import annotations
 
+import logging
+import typing as t
+
 from singer_sdk import typing as th
 
 STRING = th.StringType
@@ -111,3 +114,118 @@ USER = th.PropertiesList(
     th.Property("usernameSources", SOURCES),
     th.Property("usernames", STRINGS),
 ).to_dict()
+
+# int64 values, which protobuf JSON sends as strings: integers in the records (a warehouse
+# sums them; a bigint holds every int64), converted in post_process.
+INT64 = th.IntegerType
+OBJECTS = th.ArrayType(th.ObjectType(additional_properties=True))
+
+APP = th.PropertiesList(
+    th.Property("id", STRING, required=True),
+    th.Property("displayName", STRING),
+    th.Property("description", STRING),
+    th.Property(
+        "accessModel",
+        STRING,
+        description="APP_ACCESS_MODEL_CLASSIC, _HYBRID, _SPARSE, ... (unknown values pass through)",
+    ),
+    th.Property("annotations", OBJECTS),
+    th.Property("appAccountId", STRING),
+    th.Property("appAccountName", STRING),
+    th.Property("appOwners", th.ArrayType(th.ObjectType(additional_properties=True))),
+    th.Property("certifyPolicyId", STRING),
+    th.Property("connectorVersion", th.IntegerType),
+    th.Property("createdAt", th.DateTimeType),
+    th.Property("updatedAt", th.DateTimeType),
+    th.Property("deletedAt", th.DateTimeType),
+    th.Property("defaultRequestCatalogId", STRING),
+    th.Property("grantPolicyId", STRING),
+    th.Property("iconUrl", STRING),
+    th.Property("identityMatching", STRING),
+    th.Property("instructions", STRING),
+    th.Property("isDirectory", th.BooleanType),
+    th.Property("isManuallyManaged", th.BooleanType),
+    th.Property("logoUri", STRING),
+    th.Property("monthlyCostUsd", th.IntegerType),
+    th.Property("parentAppId", STRING),
+    th.Property("revokePolicyId", STRING),
+    th.Property("strictAccessEntitlementProvisioning", th.BooleanType),
+    th.Property("userCount", INT64, description="int64, sent as a string by the service."),
+).to_dict()
+
+APP_ENTITLEMENT = th.PropertiesList(
+    th.Property("appId", STRING, required=True),
+    th.Property("id", STRING, required=True, description="Unique only within its app."),
+    th.Property("displayName", STRING),
+    th.Property("description", STRING),
+    th.Property("alias", STRING),
+    th.Property("slug", STRING),
+    th.Property("annotations", OBJECTS),
+    th.Property("appResourceId", STRING),
+    th.Property("appResourceTypeId", STRING),
+    th.Property("certifyPolicyId", STRING),
+    th.Property("complianceFrameworkValueIds", STRINGS),
+    th.Property("createdAt", th.DateTimeType),
+    th.Property("updatedAt", th.DateTimeType),
+    th.Property("deletedAt", th.DateTimeType),
+    th.Property("defaultValuesApplied", th.BooleanType),
+    th.Property("deprovisionerPolicy", th.ObjectType(additional_properties=True)),
+    th.Property("provisionerPolicy", th.ObjectType(additional_properties=True)),
+    th.Property(
+        "durationGrant", STRING, description="A duration such as 3600s (or durationUnset)."
+    ),
+    th.Property("durationUnset", th.ObjectType(additional_properties=True)),
+    th.Property("emergencyGrantEnabled", th.BooleanType),
+    th.Property("emergencyGrantPolicyId", STRING),
+    th.Property("externalId", STRING),
+    th.Property("grantCount", INT64, description="int64, sent as a string by the service."),
+    th.Property("grantPolicyId", STRING),
+    th.Property("isAutomationEnabled", th.BooleanType),
+    th.Property("isManuallyManaged", th.BooleanType),
+    th.Property("matchBatonId", STRING),
+    th.Property(
+        "purpose",
+        STRING,
+        description="APP_ENTITLEMENT_PURPOSE_VALUE_ASSIGNMENT, _PERMISSION, ... (passed through)",
+    ),
+    th.Property("requestSchemaId", STRING),
+    th.Property("revokePolicyId", STRING),
+    th.Property("riskLevelValueId", STRING),
+    th.Property("sourceConnectorIds", th.ObjectType(additional_properties=True)),
+    th.Property("systemBuiltin", th.BooleanType),
+).to_dict()
+
+
+class KnownFields:
+    """Keeps the fields a schema declares, saying once per run which others the service sent
+    (the SDK would warn for every record), and turns int64 strings into integers."""
+
+    def __init__(
+        self,
+        schema: dict[str, t.Any],
+        logger: logging.Logger,
+        what: str,
+        int64: t.Collection[str] = (),
+    ) -> None:
+        self._known = frozenset(schema["properties"])
+        self._int64 = frozenset(int64)
+        self._reported: set[str] = set()
+        self._logger = logger
+        self._what = what
+
+    def apply(self, row: dict[str, t.Any]) -> dict[str, t.Any]:
+        if unknown := row.keys() - self._known:
+            if new := unknown - self._reported:
+                self._reported |= new
+                self._logger.warning(
+                    "The service sent %s fields this tap does not know yet; they are not "
+                    "extracted: %s",
+                    self._what,
+                    ", ".join(sorted(new)),
+                )
+            row = {key: value for key, value in row.items() if key in self._known}
+        for name in self._int64 & row.keys():
+            if isinstance(value := row[name], str):
+                # "" is what an unset int64 looks like if the service ever sends one
+                row[name] = int(value) if value.lstrip("-").isdigit() else None
+        return row

@@ -103,8 +103,9 @@ CONFIG_SCHEMA = th.PropertiesList(
         default=8,
         title="Max concurrency",
         description=(
-            "How many automation-exclusion entitlements are fetched at the same time "
-            "(1 = one after another). Output order and content do not depend on it."
+            "How many apps' entitlement lists, or app entitlements' automation exclusions, are "
+            "fetched at the same time (1 = one after another). Output order and content do not "
+            "depend on it."
         ),
     ),
     th.Property(
@@ -172,8 +173,22 @@ CONFIG_SCHEMA = th.PropertiesList(
         ),
         title="Entitlements with automation exclusions",
         description=(
-            "The app entitlements whose automation exclusions (and excluded users) are "
-            "extracted: a list of {app_id, app_entitlement_id}."
+            "Only these app entitlements' automation exclusions (and excluded users) are "
+            "extracted: a list of {app_id, app_entitlement_id}. Not set (the usual case): "
+            "those of every app entitlement of the catalog that exclusion_scope names."
+        ),
+    ),
+    th.Property(
+        "exclusion_scope",
+        th.StringType(allowed_values=["automated", "all"]),
+        default="automated",
+        title="Exclusions of which entitlements",
+        description=(
+            "When exclusion_entitlements is not set, whose automation exclusions are read: "
+            "automated (default), every app entitlement of the catalog with automation on "
+            "(isAutomationEnabled; exclusions exempt users from automation); all, every app "
+            "entitlement, which also finds stale exclusions of entitlements whose automation "
+            "was switched off, at one request per entitlement."
         ),
     ),
 ).to_dict()

@@ -17,10 +17,12 @@ from typing_extensions import override
 
 from tap_accessgov import cli, settings
 from tap_accessgov.auth import AccessGovAuthenticator
+from tap_accessgov.catalog import AppEntitlementsStream, AppsStream
 from tap_accessgov.credentials import ClientId, RedactedStr, parse_client_id, parse_client_secret
 from tap_accessgov.exclusions import AutomationExclusionsStream, UsersStream
 from tap_accessgov.grant_feed import GrantFeedStream
 from tap_accessgov.output import OutputWriter
+from tap_accessgov.prefetch import ConcurrentPartitionsStream
 
 if t.TYPE_CHECKING:
     from singer_sdk.streams import Stream
@@ -32,6 +34,8 @@ class TapAccessGov(Tap):
     name = "tap-accessgov"
     config_jsonschema = settings.CONFIG_SCHEMA
     message_writer_class = OutputWriter
+    # The streams that fetch ahead in worker threads (set by discover_streams).
+    _concurrent_streams: tuple[ConcurrentPartitionsStream, ...] = ()
 
     def __init__(self, *args: t.Any, validate_config: bool = True, **kwargs: t.Any) -> None:
         """Every bad setting is reported before anything runs, in our words (settings.py)."""
@@ -137,9 +141,8 @@ class TapAccessGov(Tap):
 
     def stop_workers(self) -> None:
         """Stop background fetches (a failed or interrupted run must not wait for them)."""
-        for stream in self.streams.values():
-            if isinstance(stream, AutomationExclusionsStream):
-                stream.stop_prefetching()
+        for stream in self._concurrent_streams:
+            stream.stop_prefetching()
 
     @cached_property
     def client_id(self) -> ClientId:
@@ -163,17 +166,29 @@ class TapAccessGov(Tap):
 
     @override
     def discover_streams(self) -> list[Stream]:
-        """In sync order: ``users`` after ``automation_exclusions``, whose users it emits."""
-        exclusions = AutomationExclusionsStream(self, connection=self)
+        """In sync order: the catalog before the exclusions it finds, ``users`` after
+        ``automation_exclusions``, whose users it emits."""
+        apps = AppsStream(self, connection=self)
+        app_entitlements = AppEntitlementsStream(self, connection=self, apps=apps)
+        exclusions = AutomationExclusionsStream(self, connection=self, catalog=app_entitlements)
+        self._concurrent_streams = (app_entitlements, exclusions)
         return [
             GrantFeedStream(self, connection=self),
+            apps,
+            app_entitlements,
             exclusions,
             UsersStream(self, exclusions=exclusions),
         ]
 
 
 # The streams' classes, for what needs their names without a tap (``--test``'s success line).
-STREAM_TYPES: tuple[type[Stream], ...] = (GrantFeedStream, AutomationExclusionsStream, UsersStream)
+STREAM_TYPES: tuple[type[Stream], ...] = (
+    GrantFeedStream,
+    AppsStream,
+    AppEntitlementsStream,
+    AutomationExclusionsStream,
+    UsersStream,
+)
 
 
 if __name__ == "__main__":

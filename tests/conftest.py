@@ -50,6 +50,9 @@ E2E_DATASET = {
     "max_exclusions": 150,
 }
 
+# Every stream of the tap, in sync order.
+STREAMS = ("grant_feed", "apps", "app_entitlements", "automation_exclusions", "users")
+
 _shared: Emulator | None = None
 
 
@@ -191,15 +194,20 @@ def sync(
 
 def tap_config(emulator: Emulator) -> dict[str, t.Any]:
     """The tap's settings for an emulated tenant: the emulator describes its tenant in the
-    service's terms and knows nothing of the tap's settings."""
+    service's terms and knows nothing of the tap's settings. No exclusion_entitlements: the
+    tap finds them through the catalog."""
     tenant = emulator.tenant()
     return {
         "client_id": tenant["client_id"],
         "client_secret": tenant["client_secret"],
         "api_url": tenant["url"],
         "start_date": tenant["before_first_event"],
-        "exclusion_entitlements": tenant["exclusion_entitlements"],
     }
+
+
+def listed_exclusion_entitlements(emulator: Emulator) -> list[dict[str, str]]:
+    """The exclusion_entitlements setting naming the tenant's entitlements with exclusions."""
+    return emulator.tenant()["exclusion_entitlements"]
 
 
 def tap_env(emulator: Emulator) -> dict[str, str]:

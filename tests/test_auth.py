@@ -13,7 +13,15 @@ from emulator import Emulator, make_credential
 from tap_accessgov.auth import AuthenticationError
 from tap_accessgov.errors import TOKEN_MAX_TRIES
 from tap_accessgov.tap import TapAccessGov
-from tests.conftest import CREDENTIAL, catalog_selecting, config_file, run_cli, sync, tap_config
+from tests.conftest import (
+    CREDENTIAL,
+    STREAMS,
+    catalog_selecting,
+    config_file,
+    run_cli,
+    sync,
+    tap_config,
+)
 
 
 def feed_only(emulator: Emulator, **overrides: object) -> tuple[dict[str, object], dict]:
@@ -30,7 +38,7 @@ def test_each_method_gets_exactly_one_token_per_run(emulator: Emulator, method: 
     assert stats["token_requests"] == 1
     assert stats["unauthorized"] == 0
     assert len(result.records["grant_feed"]) == len(emulator.dataset.feed_entries())
-    assert set(result.records) == {"grant_feed", "automation_exclusions", "users"}
+    assert set(result.records) == set(STREAMS)
 
 
 def test_token_is_renewed_before_it_expires(emulator: Emulator) -> None:
@@ -146,11 +154,7 @@ def test_connection_test_passes_with_the_credential_and_fails_in_one_line_withou
     assert passed.returncode == 0, passed.stderr[-2000:]
     assert {
         m["stream"] for m in map(json.loads, passed.stdout.splitlines()) if m["type"] == "RECORD"
-    } == {
-        "grant_feed",
-        "automation_exclusions",
-        "users",
-    }
+    } == set(STREAMS)
     other = make_credential(seed=99, tenant="acme.accessgov.test")
     config = {**tap_config(emulator), "client_secret": other.client_secret}
     failed = run_cli("--config", config_file(config, tmp_path), "--test")

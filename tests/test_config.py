@@ -10,7 +10,7 @@ import pytest
 from singer_sdk.exceptions import ConfigValidationError
 
 from tap_accessgov.tap import TapAccessGov
-from tests.conftest import CREDENTIAL, config_file, run_cli, shared_emulator, tap_config
+from tests.conftest import CREDENTIAL, STREAMS, config_file, run_cli, shared_emulator, tap_config
 
 GOOD = {
     "client_id": CREDENTIAL.client_id,
@@ -98,7 +98,7 @@ def test_discovery_needs_no_valid_config(tmp_path) -> None:
     result = run_cli("--config", config_file(config, tmp_path), "--discover")
     assert result.returncode == 0, result.stderr[-2000:]
     streams = {entry["tap_stream_id"] for entry in json.loads(result.stdout)["streams"]}
-    assert streams == {"grant_feed", "automation_exclusions", "users"}
+    assert streams == set(STREAMS)
 
 
 def test_all_problems_are_reported_together() -> None:
@@ -220,7 +220,7 @@ def test_a_passing_connection_test_says_so_without_errors(tmp_path) -> None:
     assert len(passed) == 1
     assert passed[0].endswith(
         "Connection test passed: an access token was obtained and each stream answered "
-        "(grant_feed, automation_exclusions, users)"
+        "(grant_feed, apps, app_entitlements, automation_exclusions, users)"
     )
 
 

@@ -27,6 +27,7 @@ from tests.conftest import (
     BIN_TAP,
     CREDENTIAL,
     SMALL_DATASET,
+    STREAMS,
     SyncResult,
     catalog_selecting,
     config_file,
@@ -313,7 +314,7 @@ def test_tls_is_verified_on_every_call_and_a_named_ca_bundle_is_trusted(tmp_path
         streams = {
             m["stream"] for m in parse_singer(trusted.stdout).messages if m["type"] == "RECORD"
         }
-        assert streams == {"grant_feed", "automation_exclusions", "users"}
+        assert streams == set(STREAMS)
 
 
 @pytest.mark.parametrize("reader", ["head -c 1000", "false"])
@@ -371,4 +372,4 @@ def test_every_successful_run_ends_with_the_whole_state(emulator: Emulator, tmp_
         last["value"]["bookmarks"]["grant_feed"]["replication_key_value"]
         == state["bookmarks"]["grant_feed"]["replication_key_value"]
     )
-    assert set(last["value"]["bookmarks"]) == {"grant_feed", "automation_exclusions", "users"}
+    assert set(last["value"]["bookmarks"]) == set(STREAMS)

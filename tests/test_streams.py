@@ -19,8 +19,10 @@ from tap_accessgov.progress import ProgressCounter
 from tap_accessgov.tap import TapAccessGov
 from tests.conftest import (
     ROOT,
+    STREAMS,
     SyncResult,
     catalog_selecting,
+    listed_exclusion_entitlements,
     ns,
     parse_singer,
     shared_emulator,
@@ -38,6 +40,8 @@ PRIMARY_KEYS = {
     "grant_feed": ("appId", "appEntitlementId", "appUserId", "eventType", "date"),
     "automation_exclusions": ("appId", "appEntitlementId", "userId"),
     "users": ("id",),
+    "apps": ("id",),
+    "app_entitlements": ("appId", "id"),
 }
 
 
@@ -231,9 +235,10 @@ def test_without_expand_mask_no_objects_are_added(full_sync: SyncResult) -> None
 
 
 def expected_exclusion_requests(emulator: Emulator, page_size: int = 100) -> int:
-    """First request without paging parameters (25 results), then pages of page_size."""
+    """First request without paging parameters (25 results), then pages of page_size; one
+    entitlement after another of those with automation on."""
     total = 0
-    for app_id, entitlement_id in emulator.dataset.exclusion_entitlements:
+    for app_id, entitlement_id in emulator.dataset.automated_entitlements:
         size = len(emulator.dataset.exclusion_entries(app_id, entitlement_id))
         total += 1 + max(0, math.ceil((size - 25) / page_size))
     return total
@@ -270,6 +275,7 @@ def test_unknown_entitlement_is_a_warning_and_the_others_are_extracted(
 ) -> None:
     config = tap_config(emulator)
     app_id = emulator.dataset.apps[0]
+    config["exclusion_entitlements"] = listed_exclusion_entitlements(emulator)
     config["exclusion_entitlements"].insert(1, {"app_id": app_id, "app_entitlement_id": "missing"})
     with caplog.at_level(logging.WARNING):
         result = sync(config, catalog=catalog_selecting(config, {"automation_exclusions": None}))
@@ -338,8 +344,12 @@ def test_deselected_property_is_not_emitted() -> None:
 
 @pytest.mark.parametrize(
     "selected",
-    [{"automation_exclusions": None, "users": None}, {"users": None}],
-    ids=["both", "users-only"],
+    [
+        {"automation_exclusions": None, "users": None},
+        {"users": None},
+        {"app_entitlements": None},
+    ],
+    ids=["both", "users-only", "app-entitlements"],
 )
 def test_concurrency_changes_nothing_in_the_output(selected: dict) -> None:
     emulator = shared_emulator()
@@ -393,7 +403,7 @@ def test_each_stream_says_how_many_records_it_extracted(
     with caplog.at_level(logging.INFO):
         result = sync(tap_config(emulator))
     messages = [r.getMessage() for r in caplog.records]
-    for stream in ("grant_feed", "automation_exclusions", "users"):
+    for stream in STREAMS:
         total = f"{len(result.records[stream]):,}"
         assert sum(m.startswith(f"{stream}: {total} records in ") for m in messages) == 1
 

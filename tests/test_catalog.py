@@ -1,0 +1,186 @@
+"""The tenant's catalog (apps, app entitlements) and the exclusions found through it, against
+the emulator's ground truth; and the same answers whether the service omits unset fields or
+sends them empty."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from emulator import Dataset, Emulator
+from emulator.catalog import app_entitlement_object, app_object
+from tests.conftest import (
+    CREDENTIAL,
+    SMALL_DATASET,
+    catalog_selecting,
+    listed_exclusion_entitlements,
+    shared_emulator,
+    sync,
+    tap_config,
+)
+
+INT64 = {"userCount", "grantCount"}
+
+
+def as_records(obj: dict) -> dict:
+    """What the tap must emit for one of the service's objects: unset fields aside, the same
+    values, int64 strings as integers."""
+    return {
+        key: int(value) if key in INT64 else value
+        for key, value in obj.items()
+        if value not in (None, "", [], {}) or key == "durationUnset"
+    }
+
+
+def populated(record: dict) -> dict:
+    """A record without its unset fields (zero values, enum zero values)."""
+    return {
+        key: value
+        for key, value in record.items()
+        if not (
+            value in (None, "", [], {}, False, 0)
+            or (isinstance(value, str) and value.endswith("_UNSPECIFIED"))
+        )
+        or key == "durationUnset"
+    }
+
+
+def requests_to(emulator: Emulator, suffix: str) -> int:
+    return sum(
+        n for path, n in emulator.stats["api_requests_by_path"].items() if path.endswith(suffix)
+    )
+
+
+@pytest.fixture(scope="module")
+def catalog_sync():
+    emulator = shared_emulator()
+    config = tap_config(emulator)
+    selected = {"apps": None, "app_entitlements": None, "automation_exclusions": None}
+    return sync(config, catalog=catalog_selecting(config, selected))
+
+
+def test_apps_equal_the_catalog(catalog_sync) -> None:
+    ds = shared_emulator().dataset
+    records = catalog_sync.records["apps"]
+    assert len(records) == len(ds.catalog_apps) > 100
+    expected = [populated(as_records(app_object(ds, p))) for p in range(len(ds.catalog_apps))]
+    assert [populated(r) for r in records] == expected
+    assert all(isinstance(r["userCount"], int) for r in records if "userCount" in r)
+
+
+def test_app_entitlements_equal_the_catalog(catalog_sync) -> None:
+    ds = shared_emulator().dataset
+    expected = [
+        populated(as_records(app_entitlement_object(ds, p, k)))
+        for p, app in enumerate(ds.catalog_apps)
+        for k in range(len(app.entitlement_ids))
+    ]
+    records = catalog_sync.records["app_entitlements"]
+    assert [populated(r) for r in records] == expected
+    # an entitlement id shared by two apps is two records, keyed by (appId, id)
+    shared = ds.catalog_apps[0].entitlement_ids[0]
+    assert len({r["appId"] for r in records if r["id"] == shared}) == 2
+    # enum values newer than the tap pass through
+    assert "APP_ENTITLEMENT_PURPOSE_VALUE_DELEGATION" in {r.get("purpose") for r in records}
+
+
+def test_exclusions_of_every_automated_entitlement_are_found_by_themselves(catalog_sync) -> None:
+    ds = shared_emulator().dataset
+    expected = sorted(
+        (entry["appId"], entry["appEntitlementId"], entry["user"]["id"])
+        for key in ds.automated_entitlements
+        for entry in ds.exclusion_entries(*key)
+    )
+    got = sorted(
+        (r["appId"], r["appEntitlementId"], r["userId"])
+        for r in catalog_sync.records["automation_exclusions"]
+    )
+    assert got == expected
+    assert {(a, e) for a, e, _ in got} == {
+        key for key in ds.exclusion_entitlements if ds.exclusion_entries(*key)
+    }
+
+
+@pytest.mark.parametrize(
+    ("scope", "wanted"),
+    [("automated", "automated_entitlements"), ("all", "entitlements_of_the_catalog")],
+)
+def test_exclusions_are_requested_for_the_entitlements_the_scope_names(
+    emulator: Emulator, scope: str, wanted: str
+) -> None:
+    ds = emulator.dataset
+    config = {**tap_config(emulator), "exclusion_scope": scope}
+    sync(config, catalog=catalog_selecting(config, {"automation_exclusions": None}))
+    every = [(app.id, ent) for app in ds.catalog_apps for ent in app.entitlement_ids]
+    keys = ds.automated_entitlements if wanted == "automated_entitlements" else every
+    # the first request of each entitlement, plus the pages beyond the first 25 exclusions
+    pages = sum(1 + max(0, -(-(len(ds.exclusion_entries(*k)) - 25) // 100)) for k in keys)
+    assert requests_to(emulator, "/automation/exclusions") == pages
+    # the catalog was read once although neither of its streams was selected
+    assert requests_to(emulator, "/api/v1/apps") == 2  # 120 apps, 100 a page
+    assert requests_to(emulator, "/entitlements") == sum(
+        max(1, -(-len(app.entitlement_ids) // 100)) for app in ds.catalog_apps
+    )
+
+
+def test_listed_exclusion_entitlements_read_no_catalog(emulator: Emulator) -> None:
+    config = {
+        **tap_config(emulator),
+        "exclusion_entitlements": listed_exclusion_entitlements(emulator),
+    }
+    result = sync(config, catalog=catalog_selecting(config, {"automation_exclusions": None}))
+    assert result.records["automation_exclusions"]
+    assert requests_to(emulator, "/api/v1/apps") == 0
+    assert requests_to(emulator, "/entitlements") == 0
+
+
+def test_entitlements_of_many_apps_are_fetched_concurrently() -> None:
+    dataset = Dataset(**(SMALL_DATASET | {"catalog_apps": 40}))
+    seconds = {}
+    with Emulator(dataset, credential=CREDENTIAL, latency=0.05) as emulator:
+        for workers in (1, 8):
+            config = {**tap_config(emulator), "max_concurrency": workers}
+            started = time.monotonic()
+            sync(config, catalog=catalog_selecting(config, {"app_entitlements": None}))
+            seconds[workers] = time.monotonic() - started
+    # 40 apps one after another take at least 40 latencies; eight at a time about a fifth
+    assert seconds[1] > 40 * 0.05
+    assert seconds[8] < seconds[1] / 3
+
+
+@pytest.mark.parametrize("emit_unpopulated", [False, True])
+def test_unset_fields_omitted_or_sent_empty_give_the_same_records(emit_unpopulated: bool) -> None:
+    """Every stream's populated values are the same whichever way the service marshals."""
+    dataset = Dataset(**SMALL_DATASET)
+    with Emulator(dataset, credential=CREDENTIAL, emit_unpopulated=emit_unpopulated) as emu:
+        result = sync(tap_config(emu))
+    with Emulator(Dataset(**SMALL_DATASET), credential=CREDENTIAL) as emu:
+        reference = sync(tap_config(emu))
+    for stream, records in reference.records.items():
+        got = result.records[stream]
+        assert len(got) == len(records), stream
+        assert [_deep_populated(r) for r in got] == [_deep_populated(r) for r in records], stream
+    assert all(
+        (r["eventType"] and "appPath" not in r) or r["appPath"]
+        for r in result.records["grant_feed"]
+    )
+
+
+def _deep_populated(value: object) -> object:
+    """A record without its unset parts (empty strings, lists and objects, nulls, false, zero
+    and enum zero values), at every depth."""
+    if isinstance(value, dict):
+        kept = {k: _deep_populated(v) for k, v in value.items()}
+        return {
+            k: v
+            for k, v in kept.items()
+            if not (
+                v in (None, "", [], {}, False, 0, "0", "UNKNOWN")
+                or (isinstance(v, str) and v.endswith("_UNSPECIFIED") and k != "eventType")
+            )
+            or k == "durationUnset"
+        }
+    if isinstance(value, list):
+        return [_deep_populated(v) for v in value]
+    return value
