@@ -11,7 +11,13 @@ In one run, alternating the two sides of each comparison and reporting medians:
 3. automation_exclusions over 200 entitlements with 50 ms added to every response: the tap
    (max_concurrency 8) versus the same tap one request after another (max_concurrency 1);
 4. token requests per tap run, from the emulator's counters;
-5. end to end (``--only e2e``): a raw fetch+COPY loop (requests, pages of 100, psycopg ``COPY``
+5. discovery through the catalog (``--only discovery``), 50 ms added to every response, for the
+   demo's tenant (the default ``python -m emulator`` catalog) and a tenant of 2,000 app
+   entitlements: the requests and time of reading the catalog (``app_entitlements`` selected:
+   the app list, then every app's entitlements) with max_concurrency 8 versus 1, then of a
+   whole automatic exclusions run (catalog + the exclusions of every automated entitlement)
+   and of ``exclusion_scope: all`` (the exclusions of every entitlement);
+6. end to end (``--only e2e``): a raw fetch+COPY loop (requests, pages of 100, psycopg ``COPY``
    of each event into a table with grant_feed's primary key) versus the project's own
    ``meltano --environment emulator run tap-accessgov target-postgres`` as meltano.yml ships
    it (only the emulator's URL, the secret and ``select: grant_feed`` come from the
@@ -576,6 +582,9 @@ def tap_sections(args: argparse.Namespace, workdir: Path, report: t.Callable[[st
             report(f"  concurrent        (max_concurrency 8): median {par_s:.2f} s")
             report(f"  speed-up = {seq_s / par_s:.1f}x   (target >= 4x)")
 
+        if "discovery" in args.only:
+            discovery(args, workdir, start, tap_run, report)
+
         report(
             f"token requests per tap run: min {min(tokens)}, max {max(tokens)} "
             f"over {len(tokens)} runs"
@@ -585,7 +594,77 @@ def tap_sections(args: argparse.Namespace, workdir: Path, report: t.Callable[[st
             emulator.stop()
 
 
-SECTIONS = ("feed", "rss", "exclusions", "e2e")
+def api_requests(emulator: EmulatorProcess) -> dict[str, int]:
+    """This run's requests by kind, from the emulator's counters."""
+    by_path = emulator.control("stats")["api_requests_by_path"]
+    return {
+        "catalog": sum(
+            n
+            for path, n in by_path.items()
+            if path == "/api/v1/apps" or path.endswith("/entitlements")
+        ),
+        "exclusions": sum(n for path, n in by_path.items() if path.endswith("/exclusions")),
+    }
+
+
+def discovery(
+    args: argparse.Namespace,
+    workdir: Path,
+    start: t.Callable[..., EmulatorProcess],
+    tap_run: t.Callable[[EmulatorProcess, Path, Path], tuple[float, int]],
+    report: t.Callable[[str], None],
+) -> None:
+    """Finding the automated entitlements through the catalog, no hand-made list."""
+    tenants = (
+        ("demo tenant (python -m emulator's catalog)", ()),
+        ("2,000 app entitlements", ("--catalog-entitlements", "2000")),
+    )
+    report(f"discovery through the catalog, 50 ms per response, {args.rounds} rounds alternating")
+    for n, (label, options) in enumerate(tenants):
+        emulator = start(f"catalog{n}", "--events", "100", "--latency", "0.05", *options)
+        # No exclusion_entitlements: the automatic case.
+        automatic = {k: v for k, v in emulator.config.items() if k != "exclusion_entitlements"}
+        configs = {}
+        for name, settings in (
+            ("catalog-1", {"max_concurrency": 1}),
+            ("catalog-8", {"max_concurrency": 8}),
+            ("automated", {"max_concurrency": 8}),
+            ("all", {"max_concurrency": 8, "exclusion_scope": "all"}),
+        ):
+            configs[name] = workdir / f"catalog{n}-{name}.json"
+            configs[name].write_text(json.dumps(automatic | settings))
+        catalogs = {
+            stream: catalog_for(configs["catalog-8"], stream, workdir)
+            for stream in ("app_entitlements", "automation_exclusions")
+        }
+        runs = (
+            ("catalog-1", "app_entitlements"),
+            ("catalog-8", "app_entitlements"),
+            ("automated", "automation_exclusions"),
+            ("all", "automation_exclusions"),
+        )
+        times: dict[str, list[float]] = {name: [] for name, _ in runs}
+        requests: dict[str, dict[str, int]] = {}
+        for _ in range(args.rounds):
+            for name, stream in runs:
+                times[name].append(tap_run(emulator, configs[name], catalogs[stream])[0])
+                requests[name] = api_requests(emulator)
+        median = {name: statistics.median(values) for name, values in times.items()}
+        catalog_requests = requests["catalog-8"]["catalog"]
+        report(f"  {label}:")
+        report(
+            f"    catalog read: {catalog_requests} requests; max_concurrency 1: median "
+            f"{median['catalog-1']:.2f} s, 8: median {median['catalog-8']:.2f} s "
+            f"(speed-up {median['catalog-1'] / median['catalog-8']:.1f}x)"
+        )
+        for name, what in (("automated", "automated (default)"), ("all", "all")):
+            report(
+                f"    exclusion_scope {what}: {requests[name]['catalog']} + "
+                f"{requests[name]['exclusions']} exclusion requests, median {median[name]:.2f} s"
+            )
+
+
+SECTIONS = ("feed", "rss", "exclusions", "discovery", "e2e")
 
 
 def main() -> None:
@@ -633,7 +712,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
-        if set(args.only) & {"feed", "rss", "exclusions"}:
+        if set(args.only) & {"feed", "rss", "exclusions", "discovery"}:
             tap_sections(args, workdir, report)
         if "e2e" in args.only:
             end_to_end(args, workdir, report)

@@ -36,10 +36,16 @@ PORT = 8765
 AS_OF_DAYS = 90  # the point-in-time question: who held it this many days ago
 
 BUSIEST = """
-    SELECT app_id, app_entitlement_id, count(*) AS events
-    FROM {models}.stg_grant_events
-    GROUP BY app_id, app_entitlement_id
-    ORDER BY events DESC, app_id, app_entitlement_id
+    SELECT events.app_id, events.app_entitlement_id,
+           max(apps.display_name) AS app_name, max(entitlements.display_name) AS entitlement_name,
+           count(*) AS events
+    FROM {models}.stg_grant_events AS events
+    LEFT JOIN {models}.stg_apps AS apps ON apps.app_id = events.app_id
+    LEFT JOIN {models}.stg_app_entitlements AS entitlements
+        ON entitlements.app_id = events.app_id
+        AND entitlements.app_entitlement_id = events.app_entitlement_id
+    GROUP BY events.app_id, events.app_entitlement_id
+    ORDER BY events DESC, events.app_id, events.app_entitlement_id
     LIMIT 1
 """
 QUESTIONS = {
@@ -47,7 +53,7 @@ QUESTIONS = {
         SELECT event_type, lifecycle_action, events, rows_loaded
         FROM {models}.grant_event_types ORDER BY events DESC
     """,
-    "Current holders of the busiest entitlement ({app_id} / {app_entitlement_id}), "
+    "Current holders of the busiest entitlement, {app_name} · {entitlement_name}, "
     "latest 10 (current_grants; times in UTC)": """
         SELECT app_user_id, granted_at, granted_ticket_id,
                count(*) OVER () AS holders_in_total
@@ -56,24 +62,34 @@ QUESTIONS = {
         ORDER BY granted_at DESC NULLS LAST, app_user_id LIMIT 10
     """,
     "Access granted without a ticket in the last 30 days, per app (grants_without_ticket)": """
-        SELECT app_id,
+        SELECT app_display_name AS app, app_id,
                count(*) AS ticketless_grants,
                sum(CASE WHEN opened_access THEN 1 ELSE 0 END) AS that_opened_access,
                count(DISTINCT app_user_id) AS app_users
         FROM {models}.grants_without_ticket
         WHERE granted_at >= {now} - INTERVAL '30 days'
-        GROUP BY app_id ORDER BY ticketless_grants DESC, app_id
+        GROUP BY app_display_name, app_id ORDER BY ticketless_grants DESC, app_id
     """,
     "Excluded from automation, DISABLED in the directory, and still holding the entitlement "
     "(excluded_users; first 10)": """
         SELECT display_name, email, directory_status, status AS service_status,
-               app_entitlement_id, held_since,
+               app_display_name AS app, app_entitlement_display_name AS entitlement, held_since,
                count(*) OVER () AS rows_in_total
         FROM {models}.excluded_users
         WHERE directory_status = 'DISABLED' AND holds_entitlement
-        ORDER BY display_name, app_entitlement_id LIMIT 10
+        ORDER BY display_name, app, entitlement LIMIT 10
     """,
-    "Who held the busiest entitlement on {as_of} (access_as_of; first 10; times in UTC)": """
+    "Automation exclusions per entitlement, found through the catalog without a hand-made "
+    "list (excluded_users; top 5)": """
+        SELECT app_display_name AS app, app_entitlement_display_name AS entitlement,
+               count(*) AS excluded_users,
+               sum(CASE WHEN holds_entitlement THEN 1 ELSE 0 END) AS still_holding
+        FROM {models}.excluded_users
+        GROUP BY app_id, app_display_name, app_entitlement_id, app_entitlement_display_name
+        ORDER BY excluded_users DESC, app, entitlement LIMIT 5
+    """,
+    "Who held {app_name} · {entitlement_name} on {as_of} (access_as_of; first 10; times in "
+    "UTC)": """
         SELECT app_user_id, granted_at, granted_ticket_id, count(*) OVER () AS holders_in_total
         FROM {models}.access_as_of
         WHERE app_id = '{app_id}' AND app_entitlement_id = '{app_entitlement_id}'
@@ -232,12 +248,14 @@ def answers(warehouse: Warehouse, label: str, as_of: str) -> int:
     """Print the answers of the models; returns the grant feed rows loaded so far."""
     print(f"\n== {label}: answers from the models ==")
     _, busiest = warehouse.query(BUSIEST.format(models=warehouse.models))
-    app_id, app_entitlement_id, _ = busiest[0]
+    app_id, app_entitlement_id, app_name, entitlement_name, _ = busiest[0]
     values = {
         "models": warehouse.models,
         "now": warehouse.now,
         "app_id": app_id,
         "app_entitlement_id": app_entitlement_id,
+        "app_name": app_name or app_id,  # an app the catalog does not know shows its id
+        "entitlement_name": entitlement_name or app_entitlement_id,
         "as_of": as_of,
     }
     for title, sql in QUESTIONS.items():

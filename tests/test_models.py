@@ -9,6 +9,7 @@ an incremental run, a second build, and the same comparisons again.
 
 from __future__ import annotations
 
+import json
 import os
 import typing as t
 from collections import Counter
@@ -52,42 +53,101 @@ def as_of_instant(ds: Dataset) -> int:
     )
 
 
-def truth(ds: Dataset, as_of: int) -> dict[str, Counter]:
-    """What each model must hold, from the emulator's own history."""
+def catalog_names(
+    ds: Dataset, unknown_apps: frozenset[str] = frozenset()
+) -> t.Callable[[str, str], tuple[str, str | None, str, str | None]]:
+    """(app id, app name, entitlement id, entitlement name) as the marts show them: names from
+    the emulator's catalog, none for an app left out of it (``unknown_apps``)."""
+    apps = {app.id: app for app in ds.catalog_apps if app.id not in unknown_apps}
+
+    def named(app_id: str, entitlement_id: str) -> tuple[str, str | None, str, str | None]:
+        app = apps.get(app_id)
+        names = dict(zip(app.entitlement_ids, app.entitlement_names, strict=True)) if app else {}
+        return (
+            app_id,
+            app.display_name if app else None,
+            entitlement_id,
+            names.get(entitlement_id),
+        )
+
+    return named
+
+
+def unset_is_null(value: str | None) -> str | None:
+    """A user status as the models show it: the enums' zero value UNKNOWN means unset."""
+    return None if value in ("", "UNKNOWN") else value
+
+
+def truth(
+    ds: Dataset, as_of: int, unknown_apps: frozenset[str] = frozenset()
+) -> dict[str, Counter]:
+    """What each model must hold, from the emulator's own history and catalog."""
     intervals = ds.intervals()
     opened = {(i[:3], i.granted_at) for i in intervals}
     events = lifecycle.distinct_events(ds.feed_object(ds.event(n)) for n in range(ds.total))
+    named = catalog_names(ds, unknown_apps)
     return {
         "grant_intervals": Counter(
-            (*i[:3], us(i.granted_at), us(i.revoked_at), i.granted_ticket_id, i.revoked_ticket_id)
+            (
+                *named(i.app_id, i.app_entitlement_id),
+                i.app_user_id,
+                us(i.granted_at),
+                us(i.revoked_at),
+                i.granted_ticket_id,
+                i.revoked_ticket_id,
+            )
             for i in intervals
         ),
         "current_grants": Counter(
-            (*i[:3], us(i.granted_at), i.granted_ticket_id) for i in lifecycle.held_at(intervals)
+            (
+                *named(i.app_id, i.app_entitlement_id),
+                i.app_user_id,
+                us(i.granted_at),
+                i.granted_ticket_id,
+            )
+            for i in lifecycle.held_at(intervals)
         ),
         "grants_without_ticket": Counter(
-            (app, entitlement, user, us(date), ((app, entitlement, user), date) in opened)
+            (*named(app, entitlement), user, us(date), ((app, entitlement, user), date) in opened)
             for (app, entitlement, user, kind, date), ticket in events.items()
             if kind == lifecycle.ADDED and ticket is None
         ),
-        "excluded_users": Counter(tuple(row.values()) for row in ds.excluded_users()),
+        "excluded_users": Counter(
+            (
+                *named(row["app_id"], row["app_entitlement_id"]),
+                row["app_user_id"],
+                row["user_id"],
+                row["display_name"],
+                row["email"],
+                unset_is_null(row["status"]),
+                unset_is_null(row["directory_status"]),
+                row["holds_entitlement"],
+            )
+            for row in ds.excluded_users()
+        ),
         "access_as_of": Counter(
-            (*i[:3], us(i.granted_at), i.granted_ticket_id)
+            (
+                *named(i.app_id, i.app_entitlement_id),
+                i.app_user_id,
+                us(i.granted_at),
+                i.granted_ticket_id,
+            )
             for i in lifecycle.held_at(intervals, as_of)
         ),
     }
 
 
+NAMED = "app_id, app_display_name, app_entitlement_id, app_entitlement_display_name"
 QUERIES = {
-    "grant_intervals": "SELECT app_id, app_entitlement_id, app_user_id, {granted_at}, "
+    "grant_intervals": f"SELECT {NAMED}, app_user_id, {{granted_at}}, "
     "{revoked_at}, granted_ticket_id, revoked_ticket_id FROM {schema}.grant_intervals",
-    "current_grants": "SELECT app_id, app_entitlement_id, app_user_id, {granted_at}, "
+    "current_grants": f"SELECT {NAMED}, app_user_id, {{granted_at}}, "
     "granted_ticket_id FROM {schema}.current_grants",
-    "grants_without_ticket": "SELECT app_id, app_entitlement_id, app_user_id, {granted_at}, "
+    "grants_without_ticket": f"SELECT {NAMED}, app_user_id, {{granted_at}}, "
     "opened_access FROM {schema}.grants_without_ticket",
-    "excluded_users": "SELECT app_id, app_entitlement_id, app_user_id, user_id, display_name, "
+    "excluded_users": f"SELECT {NAMED}, app_user_id, user_id, display_name, "
     "email, status, directory_status, holds_entitlement FROM {schema}.excluded_users",
-    "access_as_of": "SELECT app_id, app_entitlement_id, app_user_id, {granted_at}, "
+    "access_as_of": f"SELECT {NAMED}, app_user_id, {{granted_at}}, "
     "granted_ticket_id FROM {schema}.access_as_of",
 }
 
@@ -115,11 +175,14 @@ def base_env(emulator: Emulator, tmp_path: Path, as_of: int) -> dict[str, str]:
     }
 
 
+@pytest.mark.parametrize("emit_unpopulated", [False, True], ids=["omitted", "emitted"])
 def test_models_on_duckdb_equal_the_emulators_truth(
-    meltano_plugins: None, emulator: Emulator, tmp_path: Path
+    meltano_plugins: None, emulator: Emulator, tmp_path: Path, emit_unpopulated: bool
 ) -> None:
+    """Unset fields omitted or sent empty ("", false, 0, UNKNOWN): the same answers."""
     import duckdb
 
+    emulator.emit_unpopulated = emit_unpopulated
     ds = emulator.dataset
     as_of = as_of_instant(ds)
     database = tmp_path / "models.duckdb"
@@ -153,11 +216,23 @@ def test_models_on_duckdb_equal_the_emulators_truth(
     assert lines > ds.total
     compare(query, truth(ds, as_of))
 
+    # An app the catalog no longer lists (deleted since, or not visible to the credential):
+    # its grants and exclusions still show, without names.
+    gone = ds.apps[1]
+    for stream, key in (("apps", "id"), ("app_entitlements", "appId")):
+        path = tmp_path / "jsonl" / f"{stream}.jsonl"
+        kept = [line for line in path.read_text().splitlines() if json.loads(line)[key] != gone]
+        path.write_text("\n".join(kept) + "\n")
+    meltano("run", "dbt-duckdb:build", env=env)
+    compare(query, truth(ds, as_of, unknown_apps=frozenset({gone})))
 
+
+@pytest.mark.parametrize("emit_unpopulated", [False, True], ids=["omitted", "emitted"])
 def test_models_on_postgres_equal_the_emulators_truth(
-    meltano_plugins: None, emulator: Emulator, postgres, tmp_path: Path
+    meltano_plugins: None, emulator: Emulator, postgres, tmp_path: Path, emit_unpopulated: bool
 ) -> None:
     connection, schema = postgres
+    emulator.emit_unpopulated = emit_unpopulated
     ds = emulator.dataset
     as_of = as_of_instant(ds)
     env = (

@@ -2,7 +2,9 @@
 -- start_date precedes the tenant's first grant (README "Models").
 select
     app_id,
+    app_display_name,
     app_entitlement_id,
+    app_entitlement_display_name,
     app_user_id,
     granted_at,
     granted_ticket_id

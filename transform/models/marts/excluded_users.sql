@@ -2,7 +2,9 @@
 -- directory, and whether that app user holds the entitlement they are excluded from now.
 select
     exclusions.app_id,
+    apps.display_name as app_display_name,
     exclusions.app_entitlement_id,
+    entitlements.display_name as app_entitlement_display_name,
     exclusions.app_user_id,
     exclusions.user_id,
     users.display_name,
@@ -18,3 +20,9 @@ left join {{ ref('current_grants') }} as held
     on held.app_id = exclusions.app_id
     and held.app_entitlement_id = exclusions.app_entitlement_id
     and held.app_user_id = exclusions.app_user_id
+-- names from the catalog; an id it does not know keeps its row, with no name
+left join {{ ref('stg_apps') }} as apps
+    on apps.app_id = exclusions.app_id
+left join {{ ref('stg_app_entitlements') }} as entitlements
+    on entitlements.app_id = exclusions.app_id
+    and entitlements.app_entitlement_id = exclusions.app_entitlement_id

@@ -1,12 +1,15 @@
 -- One row per user (full-table stream: JSONL repeats every user every run; the most
--- recently updated copy wins).
+-- recently updated copy wins). Unset fields may come empty rather than absent: an empty
+-- string, and UNKNOWN (the status enums' zero value, i.e. unset), are null here.
 with ranked as (
     select
         "id" as user_id,
-        "displayName" as display_name,
-        "email" as email,
-        "status" as status,
-        "directoryStatus" as directory_status,
+        nullif("displayName", '') as display_name,
+        nullif("email", '') as email,
+        case when "status" not in ('', 'UNKNOWN') then "status" end as status,
+        case
+            when "directoryStatus" not in ('', 'UNKNOWN') then "directoryStatus"
+        end as directory_status,
         {{ timestamp_tz('"updatedAt"') }} as updated_at,
         row_number() over (
             partition by "id"
