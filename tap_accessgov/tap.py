@@ -29,7 +29,7 @@ if t.TYPE_CHECKING:
 
 
 class TapAccessGov(Tap):
-    """Singer tap for the access-governance service's grant feed and automation exclusions."""
+    """Singer tap for the access-governance service: grant feed, catalog, automation exclusions."""
 
     name = "tap-accessgov"
     config_jsonschema = settings.CONFIG_SCHEMA

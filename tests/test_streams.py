@@ -1,4 +1,4 @@
-"""The three streams against the emulator's ground truth, record for record."""
+"""The streams against the emulator's ground truth, record for record."""
 
 from __future__ import annotations
 
