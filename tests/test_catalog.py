@@ -124,6 +124,22 @@ def test_exclusions_are_requested_for_the_entitlements_the_scope_names(
     )
 
 
+@pytest.mark.parametrize(
+    "selected",
+    [("users",), ("apps", "automation_exclusions"), ("app_entitlements", "users"), ("apps",)],
+)
+def test_the_catalog_is_read_once_whatever_is_selected(
+    emulator: Emulator, selected: tuple[str, ...]
+) -> None:
+    ds = emulator.dataset
+    config = tap_config(emulator)
+    result = sync(config, catalog=catalog_selecting(config, dict.fromkeys(selected)))
+    assert set(result.records) == set(selected)
+    assert requests_to(emulator, "/api/v1/apps") == 2
+    wanted = 0 if selected == ("apps",) else len(ds.catalog_apps) + 2  # the 230 of one app
+    assert requests_to(emulator, "/entitlements") == wanted
+
+
 def test_listed_exclusion_entitlements_read_no_catalog(emulator: Emulator) -> None:
     config = {
         **tap_config(emulator),
