@@ -265,3 +265,33 @@ def test_models_on_postgres_equal_the_emulators_truth(
     emulator.add_events(count=NEW_EVENTS)
     meltano("run", "accessgov", env=env)
     compare(query, truth(ds, as_of))
+
+
+def test_the_catalog_reads_on_duckdb_when_the_service_omits_a_field_in_every_row(
+    meltano_plugins: None, tmp_path: Path
+) -> None:
+    """A tenant without automation, whose service omits unset fields: no row of
+    app_entitlements.jsonl has isAutomationEnabled (or a name, or a count)."""
+    import duckdb
+
+    jsonl, database = tmp_path / "jsonl", tmp_path / "catalog.duckdb"
+    jsonl.mkdir()
+    (jsonl / "apps.jsonl").write_text('{"id": "a1", "displayName": "Okta", "extra": 1}\n')
+    (jsonl / "app_entitlements.jsonl").write_text('{"appId": "a1", "id": "e1"}\n')
+    env = {
+        **os.environ,
+        "MELTANO_SEND_ANONYMOUS_USAGE_STATS": "false",
+        "MELTANO_DATABASE_URI": f"sqlite:///{tmp_path / 'meltano.db'}",
+        "DBT_DUCKDB_JSONL_DIR": str(jsonl),
+        "DBT_DUCKDB_DATABASE_PATH": str(database),
+        "DBT_DUCKDB_SCHEMA": "access",
+    }
+    meltano("invoke", "dbt-duckdb", "run", "--select", "stg_apps", "stg_app_entitlements", env=env)
+    with duckdb.connect(str(database), read_only=True) as db:
+        assert db.execute(
+            "SELECT app_id, app_entitlement_id, display_name, is_automation_enabled, grant_count "
+            "FROM access.stg_app_entitlements"
+        ).fetchall() == [("a1", "e1", None, False, None)]
+        assert db.execute("SELECT app_id, display_name FROM access.stg_apps").fetchall() == [
+            ("a1", "Okta")
+        ]
