@@ -44,11 +44,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="answer every exclusions request with the first page and the same token, like a "
         "gateway ignoring undeclared query parameters",
     )
-    p.add_argument(
+    unset = p.add_mutually_exclusive_group()
+    unset.add_argument(
         "--emit-unpopulated",
-        action="store_true",
-        help='send unset fields empty ("", false, 0, [], null) on every endpoint instead of '
-        "omitting them, as the service's EmitUnpopulated marshalling does",
+        dest="emit_unpopulated",
+        action="store_const",
+        const=True,
+        help='send unset fields empty ("", false, 0, [], null) on every endpoint, as the '
+        "service's EmitUnpopulated marshalling does (default: on the catalog endpoints only)",
+    )
+    unset.add_argument(
+        "--omit-unpopulated",
+        dest="emit_unpopulated",
+        action="store_const",
+        const=False,
+        help="omit unset fields on every endpoint, the catalog's too",
     )
     p.add_argument(
         "--catalog-apps", type=int, default=120, help="apps in the catalog (at least --apps)"

@@ -36,7 +36,7 @@ class Emulator:
         latency: float = 0.0,
         tls: ssl.SSLContext | None = None,
         exclusions_ignore_page_token: bool = False,
-        emit_unpopulated: bool = False,
+        emit_unpopulated: bool | None = None,
     ) -> None:
         self.dataset = dataset if dataset is not None else Dataset()
         self.credential = credential if credential is not None else make_credential()
@@ -51,8 +51,9 @@ class Emulator:
         # Answer every exclusions request with the first page and the same token, like a
         # gateway ignoring query parameters the operation does not declare.
         self.exclusions_ignore_page_token = exclusions_ignore_page_token
-        # Send unset fields empty ("", false, 0, [], null) on every endpoint instead of
-        # omitting them (see emulator/unpopulated.py).
+        # Unset fields: True sends them empty ("", false, 0, [], null) on every endpoint, False
+        # omits them on every endpoint, None (default) sends them empty on the catalog only
+        # (see emulator/unpopulated.py).
         self.emit_unpopulated = emit_unpopulated
         self._server: EmulatorServer | None = None
         self._thread: threading.Thread | None = None
@@ -196,8 +197,8 @@ class Emulator:
                     raise ValueError("exclusions_ignore_page_token must be true or false")
                 self.exclusions_ignore_page_token = flag
             if "emit_unpopulated" in args:
-                if not isinstance(flag := args["emit_unpopulated"], bool):
-                    raise ValueError("emit_unpopulated must be true or false")
+                if not isinstance(flag := args["emit_unpopulated"], bool | None):
+                    raise ValueError("emit_unpopulated must be true, false or null")
                 self.emit_unpopulated = flag
             return {
                 "latency": self.latency,

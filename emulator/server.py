@@ -243,7 +243,10 @@ class _Handler(BaseHTTPRequestHandler):
             raise
         match = EXCLUSIONS.fullmatch(path)
         catalog_match = APP_ENTITLEMENTS.fullmatch(path)
-        emit = emu.emit_unpopulated
+        # None (the default): the catalog sends unset fields empty, as the vendor's Terraform
+        # provider says the service does; the feed and the exclusions omit them.
+        emit = emu.emit_unpopulated is True
+        emit_catalog = emu.emit_unpopulated is not False
         if path == FEED_PATH:
             if method != "POST":
                 raise method_not_allowed("POST")
@@ -253,12 +256,14 @@ class _Handler(BaseHTTPRequestHandler):
         elif path == APPS_PATH:
             if method != "GET":
                 raise method_not_allowed("GET")
-            result = list_apps(emu.dataset, emu.page_tokens, query, emit)
+            result = list_apps(emu.dataset, emu.page_tokens, query, emit_catalog)
         elif catalog_match:
             if method != "GET":
                 raise method_not_allowed("GET")
             app_id = unquote(catalog_match.group(1))
-            result = list_app_entitlements(emu.dataset, emu.page_tokens, app_id, query, emit)
+            result = list_app_entitlements(
+                emu.dataset, emu.page_tokens, app_id, query, emit_catalog
+            )
         elif match:
             if method != "GET":
                 raise method_not_allowed("GET")

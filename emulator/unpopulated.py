@@ -2,8 +2,9 @@
 
 Whether the real service omits unset fields or sends them empty is not settled: its SDKs'
 models allow omission, its Terraform provider says the API marshals with EmitUnpopulated
-("the API never omits the field"). The emulator does either, on every endpoint
-(``Emulator.emit_unpopulated``): emitted, an unset string is ``""``, a bool ``false``, a
+("the API never omits the field"). The emulator does either (``Emulator.emit_unpopulated``:
+True, every endpoint sends them; False, every endpoint omits them; None, the default, the
+catalog endpoints send them and the feed and the exclusions omit them). Emitted, an unset string is ``""``, a bool ``false``, a
 number ``0`` (an int64 ``"0"``), a list ``[]``, a map ``{}``, an enum its zero value, a
 message or timestamp ``null``. A oneof member that is set is always sent, empty or not.
 """

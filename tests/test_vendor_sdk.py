@@ -1,7 +1,8 @@
 """The vendor's own Python client (conductorone-sdk, generated from the service's OpenAPI)
 against the emulator: what it parses without error, real tenants' clients expect. Every page
 of the feed, the exclusions, the apps and the app entitlements must parse, both when unset
-fields are omitted and when they are sent empty, and carry the values the emulator meant."""
+fields are omitted and when they are sent empty (and by default: empty on the catalog only),
+and carry the values the emulator meant."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from emulator.timefmt import parse_rfc3339
 from tests.conftest import CREDENTIAL, SMALL_DATASET
 
 
-@pytest.fixture(params=[False, True], ids=["omitted", "emitted"])
+@pytest.fixture(params=[None, False, True], ids=["default", "omitted", "emitted"])
 def client(request: pytest.FixtureRequest) -> t.Iterator[tuple[SDK, Emulator]]:
     with Emulator(
         Dataset(**SMALL_DATASET), credential=CREDENTIAL, emit_unpopulated=request.param

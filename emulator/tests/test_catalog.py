@@ -37,7 +37,7 @@ def test_apps_list_the_whole_catalog_in_pages(api, emu: Emulator, ds: Dataset) -
     # the feed's apps come first, with the names the feed's expanded objects carry
     assert apps[0]["displayName"] == ds.expanded_app(0)["displayName"]
     assert all(isinstance(app["userCount"], str) for app in apps if "userCount" in app)
-    assert "nextPageToken" not in pages[-1]
+    assert pages[-1]["nextPageToken"] == ""  # the catalog sends unset fields empty by default
     assert len(entries(list_all(api, f"{emu.url}/api/v1/apps"))) == len(apps)  # 25 a page
 
 
@@ -129,13 +129,30 @@ def test_emit_unpopulated_sends_every_field(emitting: Emulator) -> None:
     }
 
 
-def test_unpopulated_fields_are_omitted_by_default(api, emu: Emulator, ds: Dataset) -> None:
+def test_by_default_the_catalog_sends_unset_fields_and_the_feed_omits_them(
+    api, emu: Emulator, ds: Dataset
+) -> None:
     apps = entries(list_all(api, f"{emu.url}/api/v1/apps", page_size=100))
-    assert not any("parentAppId" in app or "deletedAt" in app for app in apps)
+    assert all(app["parentAppId"] == "" and app["deletedAt"] is None for app in apps)
     views = entries(list_all(api, f"{emu.url}/api/v1/apps/{ds.apps[0]}/entitlements"))
-    assert not any("appPath" in view for view in views)
-    assert any("isAutomationEnabled" not in view["appEntitlement"] for view in views)
-    assert any("durationUnset" in view["appEntitlement"] for view in views)  # a set oneof stays
+    assert all(
+        view["appPath"] == "" and "isAutomationEnabled" in view["appEntitlement"] for view in views
+    )
+    feed = api.post(f"{emu.url}/api/v1/grants/feed", json={}, timeout=10).json()["list"]
+    assert any("ticketId" not in entry["feed"] for entry in feed)
+
+
+def test_omitting_unpopulated_fields_everywhere() -> None:
+    with Emulator(small_dataset(events=300), credential=CRED, emit_unpopulated=False) as emu:
+        api = login(emu)
+        ds = emu.dataset
+        apps = entries(list_all(api, f"{emu.url}/api/v1/apps", page_size=100))
+        assert not any("parentAppId" in app or "deletedAt" in app for app in apps)
+        views = entries(list_all(api, f"{emu.url}/api/v1/apps/{ds.apps[0]}/entitlements"))
+        assert not any("appPath" in view for view in views)
+        assert any("isAutomationEnabled" not in view["appEntitlement"] for view in views)
+        # a set oneof member stays, empty or not
+        assert any("durationUnset" in view["appEntitlement"] for view in views)
 
 
 def test_emit_unpopulated_is_a_setting(fresh: Emulator) -> None:
@@ -146,3 +163,7 @@ def test_emit_unpopulated_is_a_setting(fresh: Emulator) -> None:
     assert fresh.emit_unpopulated
     bad = requests.post(f"{fresh.url}/_emulator/settings", json={"emit_unpopulated": 1}, timeout=10)
     assert bad.status_code == 400
+    back = requests.post(
+        f"{fresh.url}/_emulator/settings", json={"emit_unpopulated": None}, timeout=10
+    )
+    assert back.json()["emit_unpopulated"] is None

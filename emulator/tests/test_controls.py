@@ -77,7 +77,7 @@ def test_http_controls(fresh: Emulator) -> None:
         "latency": 0.0,
         "token_lifetime": 5,
         "exclusions_ignore_page_token": False,
-        "emit_unpopulated": False,
+        "emit_unpopulated": None,
     }
     assert fresh.token_lifetime == 5
     requests.post(control + "revoke-tokens", timeout=10)
