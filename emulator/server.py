@@ -228,6 +228,20 @@ class _Handler(BaseHTTPRequestHandler):
     def _api(self, method: str, path: str, query: dict[str, list[str]], body: bytes) -> None:
         emu = self.server.emulator
         emu.stats_counter.count("api_requests", path)
+        if not emu.in_flight.enter(emu.max_in_flight):
+            emu.stats_counter.count("throttled", path)
+            code, message = GATEWAY_ERRORS["429"]
+            raise ApiError(
+                429, code, message, headers={"Retry-After": str(emu.throttle_retry_after)}
+            )
+        try:
+            self._answer_api(emu, method, path, query, body)
+        finally:
+            emu.in_flight.leave()
+
+    def _answer_api(
+        self, emu: Emulator, method: str, path: str, query: dict[str, list[str]], body: bytes
+    ) -> None:
         if emu.latency:
             time.sleep(emu.latency)
         fault = emu.faults.take(path)
