@@ -13,7 +13,7 @@ from tap_accessgov import schemas
 from tap_accessgov.client import AccessGovStream
 from tap_accessgov.excluded_users import ExcludedUsers, PartitionKey
 from tap_accessgov.paging import RepeatedPageTokenError, page_body
-from tap_accessgov.prefetch import PartitionPrefetcher
+from tap_accessgov.prefetch import PartitionPrefetcher, Workers
 from tap_accessgov.progress import DryRunLimit, ProgressReportingStream
 
 if t.TYPE_CHECKING:
@@ -107,9 +107,13 @@ class AutomationExclusionsStream(AccessGovStream):
         excluded_users.mark_read(partition_key(context))
 
     def stop_prefetching(self) -> None:
-        """Cancel the fetches running ahead (see prefetch.py); they end at their next record."""
+        """Cancel the fetches running ahead (see prefetch.py); they end at their next request."""
         if self._prefetcher is not None:
             self._prefetcher.close()
+
+    @override
+    def stop_workers(self) -> None:
+        self.stop_prefetching()
 
     def _read_partition(
         self, context: Context, stopped: t.Callable[[], bool] = lambda: False
@@ -147,7 +151,8 @@ class AutomationExclusionsStream(AccessGovStream):
             self._prefetcher = PartitionPrefetcher(
                 lambda ctx, stopped: list(self._read_partition(ctx, stopped)),
                 partitions[start:],
-                workers,
+                Workers(workers, self.stopping, "prefetch"),
+                window=2 * workers,
             )
         return self._prefetcher
 
