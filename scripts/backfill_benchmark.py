@@ -48,16 +48,24 @@ def _records_and_state(output: bytes) -> tuple[int, dict[str, t.Any] | None]:
 
 
 def _killed_then_resumed(
-    emulator: bench.EmulatorProcess, config: Path, catalog: Path, workdir: Path, after: float
+    config: Path, catalog: Path, workdir: Path, kill_after: int
 ) -> tuple[int, int]:
-    """Records delivered by a run killed after ``after`` s plus its resumed run, and their
-    share of the total delivered twice."""
+    """Records delivered by a run killed with SIGKILL after ``kill_after`` records, and by
+    the run resumed from the last STATE the killed one wrote."""
     command = bench.tap_command(config, catalog)
     first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    time.sleep(after)
-    first.send_signal(signal.SIGKILL)
-    out, _ = first.communicate()
-    delivered, state = _records_and_state(out)
+    assert first.stdout is not None
+    lines = []
+    for line in first.stdout:
+        lines.append(line)
+        if b'"type":"RECORD"' in line.replace(b" ", b""):
+            kill_after -= 1
+            if kill_after == 0:
+                first.send_signal(signal.SIGKILL)
+                break
+    lines.append(first.stdout.read())
+    first.wait()
+    delivered, state = _records_and_state(b"".join(lines))
     state_path = workdir / "killed-state.json"
     state_path.write_text(json.dumps(state or {}))
     second = subprocess.run([*command, "--state", str(state_path)], capture_output=True, check=True)
@@ -94,12 +102,10 @@ def backfill(args: argparse.Namespace, workdir: Path, report: t.Callable[[str], 
         report(f"  tap, default settings    median {tap_s:6.2f} s")
         report(f"  speed-up = {raw_s / tap_s:.1f}x   (goal >= 6x at 8 in flight)")
 
-        delivered, resumed = _killed_then_resumed(
-            slow, slow.config_path, catalog, workdir, tap_s / 2
-        )
+        delivered, resumed = _killed_then_resumed(slow.config_path, catalog, workdir, events // 2)
         twice = delivered + resumed - events
         report(
-            f"  killed (SIGKILL) at half time, resumed from its last STATE: {delivered:,} + "
+            f"  killed (SIGKILL) after half the records, resumed from its last STATE: {delivered:,} + "
             f"{resumed:,} records, {twice:,} read twice ({twice / events:.1%} of the feed)"
         )
 

@@ -43,7 +43,7 @@ Record = dict[str, t.Any]
 Key = tuple[t.Any, ...]
 
 WINDOWS_PER_WORKER = 4
-TARGET_PAGES = 6  # pages a window should hold at most once split: short tails
+TARGET_PAGES = 3  # pages a window should hold at most once split: short tails
 MIN_WIDTH = 1_000_000  # ns (1 ms): no window is cut narrower
 MAX_PIECES = 32
 SPLIT_WITHIN_PAGES = 8  # a window is split only in its first pages (the skip list stays short)

@@ -72,6 +72,11 @@ class Bodies:
         self._lock = threading.Lock()
         tap.streams["grant_feed"].requests_session.hooks["response"].append(self._hook)  # type: ignore[attr-defined]
 
+    @property
+    def windows(self) -> set[tuple[str | None, str | None]]:
+        """The distinct (after, before) pairs sent: one per time window read."""
+        return {(body.get("after"), body.get("before")) for body in self.sent}
+
     def _hook(self, response: requests.Response, *args: t.Any, **kwargs: t.Any) -> None:
         if response.request.path_url == FEED and response.request.body:
             with self._lock:
@@ -145,7 +150,7 @@ def test_every_window_request_carries_the_filters(skewed: Emulator) -> None:
     )
     assert expected, "the filters leave events to find"
     assert delivered(result.records["grant_feed"]) == expected
-    assert len(bodies.sent) > 8
+    assert len(bodies.windows) > 8, "read in windows"
     for body in bodies.sent:
         assert body["appRefs"] == [{"id": app_id} for app_id in apps]
         assert body["appEntitlementRefs"] == [
@@ -182,8 +187,13 @@ def test_a_state_file_of_the_previous_version_is_accepted(skewed: Emulator) -> N
     old = {
         "bookmarks": {"grant_feed": {"replication_key": "date", "replication_key_value": bookmark}}
     }
-    result = sync(feed_config(skewed), state=old)
+    config = feed_config(skewed)
+    tap = TapAccessGov(config=config, state=old, parse_env_config=False)
+    bodies = Bodies(tap)
+    result = sync(config, tap=tap)
     assert delivered(result.records["grant_feed"]) == truth(ds, after=bookmark)
+    assert len(bodies.windows) > 8, "the rest of the feed is read in windows"
+    assert all(after and ns(after) >= ns(bookmark) for after, _ in bodies.windows)
     assert set(result.state["bookmarks"]["grant_feed"]) == {
         "replication_key",
         "replication_key_value",
@@ -193,8 +203,14 @@ def test_a_state_file_of_the_previous_version_is_accepted(skewed: Emulator) -> N
 def test_no_start_date_and_no_state_reads_everything(skewed: Emulator) -> None:
     config = feed_config(skewed)
     del config["start_date"]
-    result = sync(config)
+    tap = TapAccessGov(config=config, parse_env_config=False)
+    bodies = Bodies(tap)
+    result = sync(config, tap=tap)
     assert delivered(result.records["grant_feed"]) == truth(skewed.dataset)
+    # A few probes find the earliest event, then windows are cut from there; the first
+    # window has no lower bound, so nothing older can be missed.
+    assert len(bodies.windows) > 8
+    assert sum(1 for after, _ in bodies.windows if after is None) >= 2
 
 
 def test_a_service_allowing_two_requests_in_flight_still_gets_an_exact_run(
@@ -239,10 +255,12 @@ def test_the_budget_halves_once_per_round_and_grows_slowly() -> None:
 def test_concurrent_windows_meeting_a_revoked_token_renew_it_once(skewed: Emulator) -> None:
     config = feed_config(skewed)
     tap = TapAccessGov(config=config, parse_env_config=False)
+    bodies = Bodies(tap)
     tap.authenticator.update_access_token()
     skewed.revoke_tokens()
     skewed.reset_stats()
     result = sync(config, tap=tap)
+    assert len(bodies.windows) > 8
     assert delivered(result.records["grant_feed"]) == truth(
         skewed.dataset, after=config["start_date"]
     )
