@@ -77,7 +77,8 @@ def cut(start: int | None, end: int | None, low: int, high: int, count: int) -> 
     first, last = start if start is not None else low, end if end is not None else high
     count = max(1, min(count, (last - first) // MIN_WIDTH))
     edges = [first + (last - first) * n // count for n in range(1, count)]
-    return [Window(a, b) for a, b in zip([start, *edges], [*edges, end], strict=True) if a != b]
+    bounds = zip([start, *edges], [*edges, end], strict=True)
+    return [Window(a, b) for a, b in bounds if a is None or b is None or a < b]
 
 
 def pieces(

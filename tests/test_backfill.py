@@ -18,6 +18,7 @@ import pytest
 import requests
 
 from emulator import Dataset, Emulator
+from tap_accessgov.grant_feed_windows import Backfill, Window, cut
 from tap_accessgov.request_budget import RequestBudget, SyncStopped
 from tap_accessgov.tap import TapAccessGov
 from tests.conftest import (
@@ -365,3 +366,21 @@ def test_sigkill_mid_backfill_then_resume_rereads_only_windows_in_flight(tmp_pat
             key=ns,
         ),
     }
+
+
+def test_completed_windows_merge_and_only_the_rest_is_read_again() -> None:
+    ms = 1_000_000  # ns
+    backfill = Backfill("digest")
+    for a, b in ((30, 40), (None, 10), (50, None), (10, 20)):
+        backfill.complete(Window(a and a * ms, b and b * ms))
+    assert backfill.completed == [(None, 20 * ms), (30 * ms, 40 * ms), (50 * ms, None)]
+    left = backfill.remaining(cut(None, None, 0, 100 * ms, 4))
+    assert [(w.start, w.end) for w in left] == [
+        (20 * ms, 25 * ms),
+        (25 * ms, 30 * ms),
+        (40 * ms, 50 * ms),
+    ]
+    assert [(w.start, w.end) for w in cut(None, None, 0, 1, 4)] == [(None, None)]
+    saved = backfill.to_state()
+    assert Backfill.from_state({"backfill": saved}, "digest") == backfill
+    assert Backfill.from_state({"backfill": saved}, "other filters") is None
