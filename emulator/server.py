@@ -70,6 +70,12 @@ class EmulatorServer(ThreadingHTTPServer):
         if tls is not None:
             self.socket = tls.wrap_socket(self.socket, server_side=True)
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hung up (a killed tap) is not an emulator error: stay quiet."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
     def close_connections(self) -> None:
         """Hang up on keep-alive clients so a stopped emulator really is gone."""
         with self.connections_lock:

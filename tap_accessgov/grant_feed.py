@@ -53,9 +53,10 @@ class GrantFeedStream(AccessGovStream):
     """Grant events from ``POST /api/v1/grants/feed``, incremental on ``feed.date``.
 
     The feed is not documented as sorted, so the stream is unsorted: the bookmark (the latest
-    date seen) is only committed when a sync completes; an interrupted sync starts again from
-    the previous bookmark. ``after`` is inclusive, so each run re-reads the events at the
-    bookmark instant: targets dedupe on the primary key.
+    date seen) is only committed when a sync completes. The feed is read in time windows
+    (grant_feed_windows.py) whose completion is saved in the state as they complete, so an
+    interrupted sync resumes from its last STATE. ``after`` is inclusive, so each run re-reads
+    the events at the bookmark instant: targets dedupe on the primary key.
     """
 
     name = "grant_feed"

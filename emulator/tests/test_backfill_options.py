@@ -4,9 +4,12 @@ command line."""
 
 from __future__ import annotations
 
+import socket
+import struct
 import subprocess
 import sys
 import threading
+import time
 from collections import Counter
 
 import pytest
@@ -118,3 +121,17 @@ def test_command_line_flags() -> None:
     )
     assert out.returncode == 2
     assert "--distribution" in out.stderr
+
+
+def test_a_client_that_resets_its_connection_leaves_no_traceback(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """A killed tap resets its keep-alive connections: no traceback on the emulator's stderr."""
+    with Emulator(small_dataset(events=100), credential=CRED) as emu:
+        for _ in range(3):
+            sock = socket.create_connection(("127.0.0.1", emu.port))
+            sock.sendall(b"POST /api/v1/grants/feed HTTP/1.1\r\nHost: x\r\n")
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            sock.close()
+        time.sleep(0.3)
+    assert "Traceback" not in capfd.readouterr().err
