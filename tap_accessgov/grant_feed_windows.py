@@ -85,13 +85,13 @@ def pieces(
     window: Window,
     pages: int,
     spread: int,
-    delivered: collections.Counter[Key],
+    delivered: list[list[Record]],
     low: int,
     high: int,
 ) -> list[Window]:
     """How to read the rest of ``window`` after ``pages`` full pages whose dates spread over
     ``spread`` ns: ``[]`` to go on paging, else the windows to read instead (each skipping
-    the events already ``delivered`` that it holds)."""
+    the events of the pages ``delivered`` that it holds)."""
     start = window.start if window.start is not None else low
     end = window.end if window.end is not None else max(high, start + 1)
     width = end - start
@@ -104,7 +104,8 @@ def pieces(
     count = min(count, MAX_PIECES, width // MIN_WIDTH)
     if count < 2:
         return []
-    skip = delivered + (window.skip or collections.Counter())
+    skip = collections.Counter(key(record) for page in delivered for record in page)
+    skip += window.skip or collections.Counter()
     children = cut(window.start, window.end, start, end, count)
     return [
         dataclasses.replace(
@@ -225,7 +226,7 @@ class WindowReader:
     def __init__(
         self,
         read: Callable[[Window], Iterable[Record]],
-        split: Callable[[Window, int, int, collections.Counter[Key]], list[Window]],
+        split: Callable[[Window, int, int, list[list[Record]]], list[Window]],
         page_size: int,
         workers: Workers,
         count: int,
@@ -272,11 +273,10 @@ class WindowReader:
     def _read_window(self, window: Window) -> None:
         stopped = self._workers.stop.is_set
         skip = collections.Counter(window.skip or {})
-        delivered: collections.Counter[Key] = collections.Counter()
         records = self._read(window)
         page: list[Record] = []
-        pages = 0
-        earliest = latest = None
+        read: list[list[Record]] = []  # the first pages, while the window may still be split
+        earliest = latest = ""
         for record in records:
             if stopped():
                 return
@@ -286,14 +286,15 @@ class WindowReader:
             page.append(record)
             if len(page) < self._page_size:
                 continue
-            pages += 1
             self._send("records", window, page)
-            if pages <= SPLIT_WITHIN_PAGES:
-                delivered.update(map(key, page))
-                dates = [to_ns(r["date"]) for r in page]
-                earliest = min(dates) if earliest is None else min(earliest, *dates)
-                latest = max(dates) if latest is None else max(latest, *dates)
-                if children := self._split(window, pages, latest - earliest, delivered):
+            if len(read) < SPLIT_WITHIN_PAGES:
+                read.append(page)
+                # Dates are in one fixed-width form: text order is time order.
+                dates = [r["date"] for r in page]
+                earliest = min(earliest or dates[0], *dates)
+                latest = max(latest, *dates)
+                spread = to_ns(latest) - to_ns(earliest)
+                if children := self._split(window, len(read), spread, read):
                     if isinstance(records, t.Generator):
                         records.close()
                     self._send("split", window, children)
