@@ -124,8 +124,8 @@ class GrantFeedStream(AccessGovStream):
         self._workers = Workers(workers, self.stopping, "grant-feed")
         reader = WindowReader(
             read=lambda window: self.request_records(_window_context(window)),
-            split=lambda window, pages, spread, delivered: pieces(
-                window, pages, spread, delivered, low, high
+            split=lambda window, pages, spread, delivered, typical: pieces(
+                window, pages, spread, delivered, typical, low, high
             ),
             page_size=self.page_size,
             workers=self._workers,

@@ -43,7 +43,8 @@ Record = dict[str, t.Any]
 Key = tuple[t.Any, ...]
 
 WINDOWS_PER_WORKER = 4
-TARGET_PAGES = 3  # pages a window should hold at most once split: short tails
+TARGET_PAGES = 4  # pages of a split window's pieces, at least (more when windows are larger)
+FIRST_WAVE_PAGES = 12  # the typical size assumed until a window completes
 MIN_WIDTH = 1_000_000  # ns (1 ms): no window is cut narrower
 MAX_PIECES = 32
 SPLIT_WITHIN_PAGES = 8  # a window is split only in its first pages (the skip list stays short)
@@ -86,17 +87,26 @@ def pieces(
     pages: int,
     spread: int,
     delivered: list[list[Record]],
+    typical: float,
     low: int,
     high: int,
 ) -> list[Window]:
     """How to read the rest of ``window`` after ``pages`` full pages whose dates spread over
     ``spread`` ns: ``[]`` to go on paging, else the windows to read instead (each skipping
-    the events of the pages ``delivered`` that it holds)."""
+    the events of the pages ``delivered`` that it holds).
+
+    Only a window much larger than the ``typical`` completed one is split, into pieces of
+    about that size: splitting costs requests (each piece ends on a part page, the pages
+    read are read again), which pay only when the window would otherwise run long after
+    the others."""
     start = window.start if window.start is not None else low
     end = window.end if window.end is not None else max(high, start + 1)
     width = end - start
+    # Before any window completed there is no typical size: only a very large one is split.
+    size = max(typical, TARGET_PAGES) if typical else FIRST_WAVE_PAGES
     if spread * 2 <= width:  # the pages cover part of the window: estimate it from them
-        count = math.ceil(pages * width / max(spread, 1) / TARGET_PAGES)
+        estimate = pages * width / max(spread, 1)
+        count = math.ceil(estimate / size) if estimate > 2 * size else 1
     elif pages == 1 and window.depth < BLIND_SPLIT_DEPTH:
         count = 2  # dates spread over the whole window (unsorted): no estimate, halve it
     else:
@@ -226,7 +236,7 @@ class WindowReader:
     def __init__(
         self,
         read: Callable[[Window], Iterable[Record]],
-        split: Callable[[Window, int, int, list[list[Record]]], list[Window]],
+        split: Callable[[Window, int, int, list[list[Record]], float], list[Window]],
         page_size: int,
         workers: Workers,
         count: int,
@@ -238,12 +248,16 @@ class WindowReader:
         self._count = count
         # Pages on their way to the main thread: a bound, so memory stays flat.
         self._pages: queue.Queue[tuple[str, Window, t.Any]] = queue.Queue(maxsize=2 * count)
+        # Pages of the windows completed so far, on average (written by the main thread).
+        self.typical_pages = 0.0
+        self._completed_pages = self._completed = 0
 
     def records(
         self, windows: Iterable[Window], on_complete: Callable[[Window], None]
     ) -> Iterator[Record]:
         waiting = collections.deque(windows)
         running = 0
+        pages: collections.Counter[Window] = collections.Counter()
         try:
             while waiting or running:
                 while waiting and running < self._count:
@@ -251,12 +265,17 @@ class WindowReader:
                     running += 1
                 kind, window, payload = self._pages.get()
                 if kind == "records":
+                    pages[window] += 1
                     yield from payload
                 elif kind == "split":
                     running -= 1
+                    pages.pop(window, 0)
                     waiting.extendleft(reversed(payload))
                 elif kind == "done":
                     running -= 1
+                    self._completed += 1
+                    self._completed_pages += pages.pop(window, 0)
+                    self.typical_pages = self._completed_pages / self._completed
                     on_complete(window)
                 else:  # "failed"
                     raise payload
@@ -294,7 +313,8 @@ class WindowReader:
                 earliest = min(earliest or dates[0], *dates)
                 latest = max(latest, *dates)
                 spread = to_ns(latest) - to_ns(earliest)
-                if children := self._split(window, len(read), spread, read):
+                typical = self.typical_pages
+                if children := self._split(window, len(read), spread, read, typical):
                     if isinstance(records, t.Generator):
                         records.close()
                     self._send("split", window, children)
