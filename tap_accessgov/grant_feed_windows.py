@@ -10,9 +10,11 @@ query), so the run needs more windows than workers at all times:
   into ``4 x max_concurrency`` windows of equal width.
 - **Split**: real data is skewed (one busy week can hold half the year), so a window is
   measured on its first full pages: their dates cover some part of the window, and when that
-  says the window holds more than ``TARGET_PAGES`` pages it is cut into pieces of about that
-  size. The pages read are delivered as read; the pieces skip exactly those events when they
-  meet them again (a multiset of the primary keys of at most ``SPLIT_WITHIN_PAGES`` pages).
+  says the window holds more than twice the pages of the typical completed window (12 pages
+  until one completes), it is cut into pieces of about that size (at least ``TARGET_PAGES``).
+  Windows newest first: the dense recent ones are found early, the sparse past fills the end.
+  The pages read are delivered as read; the pieces skip exactly those events when they meet
+  them again (a multiset of the primary keys of at most ``SPLIT_WITHIN_PAGES`` pages).
   Whatever the estimate says, the pieces tile the window, so it only decides speed.
 - **Resume**: a STATE is written as each window completes, with the completed windows beside
   the bookmark (``backfill``, see ``Backfill``); a rerun from it reads only what was not
