@@ -26,7 +26,6 @@ from tap_accessgov.progress import DryRunLimit, ProgressReportingStream
 
 if t.TYPE_CHECKING:
     from singer_sdk import Tap
-    from singer_sdk.helpers._state import StateWriter
     from singer_sdk.helpers.types import Context
 
     from tap_accessgov.auth import AccessGovAuthenticator
@@ -35,6 +34,13 @@ if t.TYPE_CHECKING:
 
 def _failed(request: requests.PreparedRequest, exc: BaseException | None) -> str:
     return f"{where(request)} failed: {type(exc).__name__}"
+
+
+class StateWriting(t.Protocol):
+    """The tap's ``state_writer`` (public in singer-sdk 0.54; its class lives in a private
+    module, so only its one method is named here)."""
+
+    def write_state(self, state: t.Any) -> None: ...
 
 
 class ApiConnection(t.Protocol):
@@ -51,7 +57,7 @@ class ApiConnection(t.Protocol):
     def request_budget(self) -> RequestBudget: ...
 
     @property
-    def state_writer(self) -> StateWriter: ...
+    def state_writer(self) -> StateWriting: ...
 
 
 class AccessGovStream(RESTStream[str | None], ProgressReportingStream):
