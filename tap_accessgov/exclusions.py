@@ -13,7 +13,7 @@ from tap_accessgov import schemas
 from tap_accessgov.client import AccessGovStream
 from tap_accessgov.excluded_users import ExcludedUsers, PartitionKey
 from tap_accessgov.paging import RepeatedPageTokenError, page_body
-from tap_accessgov.prefetch import PartitionPrefetcher, Workers
+from tap_accessgov.prefetch import PartitionPrefetcher
 from tap_accessgov.progress import DryRunLimit, ProgressReportingStream
 
 if t.TYPE_CHECKING:
@@ -151,8 +151,8 @@ class AutomationExclusionsStream(AccessGovStream):
             self._prefetcher = PartitionPrefetcher(
                 lambda ctx, stopped: list(self._read_partition(ctx, stopped)),
                 partitions[start:],
-                Workers(workers, self.stopping, "prefetch"),
-                window=2 * workers,
+                workers,
+                self.stopping,
             )
         return self._prefetcher
 

@@ -64,16 +64,18 @@ class PartitionPrefetcher:
         self,
         fetch: t.Callable[[Context, t.Callable[[], bool]], list[Record]],
         partitions: t.Sequence[Context],
-        workers: Workers,
-        window: int,
+        workers: int,
+        stop: threading.Event | None = None,
     ) -> None:
+        """``stop``: the stream's ``stopping`` event, so that closing also ends the waits of
+        its requests (see client.py)."""
         self._fetch = fetch
         self._upcoming = collections.deque(partitions)
         self._in_flight: collections.deque[tuple[tuple[t.Any, ...], Future[list[Record]]]] = (
             collections.deque()
         )
-        self._window = window
-        self._workers = workers
+        self._window = 2 * workers
+        self._workers = Workers(workers, stop or threading.Event(), "prefetch")
         self._fill()
 
     @property
