@@ -14,12 +14,11 @@ from tap_accessgov import schemas
 from tap_accessgov.client import AccessGovStream
 from tap_accessgov.grant_feed_windows import (
     BACKFILL,
-    WINDOWS_PER_WORKER,
     Backfill,
     Window,
     WindowReader,
-    cut,
     filters_digest,
+    initial_windows,
     pieces,
 )
 from tap_accessgov.paging import page_body
@@ -116,11 +115,7 @@ class GrantFeedStream(AccessGovStream):
                 "state are not read again",
                 len(backfill.completed),
             )
-        # Newest first: most events are recent, so the dense windows are found (and split)
-        # while the sparse past is left to fill the end of the run.
-        windows = backfill.remaining(
-            reversed(cut(lower_ns, upper_ns, low, high, WINDOWS_PER_WORKER * workers))
-        )
+        windows = backfill.remaining(initial_windows(lower_ns, upper_ns, low, high, workers))
         self._workers = Workers(workers, self.stopping, "grant-feed")
         reader = WindowReader(
             read=lambda window: self.request_records(_window_context(window)),

@@ -7,9 +7,10 @@ query), so the run needs more windows than workers at all times:
 
 - **Cut**: the range (lower: bookmark or ``start_date``, or the earliest event found by a few
   probes; upper: ``end_date``, or the sync's start with the last window left open) is cut
-  into ``4 x max_concurrency`` windows of equal width.
+  into ``4 x max_concurrency`` windows of equal width (fewer for a short range: none
+  narrower than twelve hours).
 - **Split**: real data is skewed (one busy week can hold half the year), so a window is
-  measured on its first full pages: their dates cover some part of the window, and when that
+  measured on its first full pages (from the second on): their dates cover some part of the window, and when that
   says the window holds more than twice the pages of the typical completed window (12 pages
   until one completes), it is cut into pieces of about that size (at least ``TARGET_PAGES``).
   Windows newest first: the dense recent ones are found early, the sparse past fills the end.
@@ -45,12 +46,14 @@ Record = dict[str, t.Any]
 Key = tuple[t.Any, ...]
 
 WINDOWS_PER_WORKER = 4
+# Narrowest window of the initial cut: a nightly incremental run (a day or less) is one or two
+# windows, not thirty-two mostly empty ones; a dense one is split like any other.
+CUT_WIDTH = 12 * 3600 * 1_000_000_000  # ns
 TARGET_PAGES = 4  # pages of a split window's pieces, at least (more when windows are larger)
 FIRST_WAVE_PAGES = 12  # the typical size assumed until a window completes
 MIN_WIDTH = 1_000_000  # ns (1 ms): no window is cut narrower
 MAX_PIECES = 32
 SPLIT_WITHIN_PAGES = 8  # a window is split only in its first pages (the skip list stays short)
-BLIND_SPLIT_DEPTH = 3  # a first page spread over the whole window says nothing: halve, thrice
 BACKFILL = "backfill"  # the key of the window state inside the stream's state
 
 
@@ -84,6 +87,15 @@ def cut(start: int | None, end: int | None, low: int, high: int, count: int) -> 
     return [Window(a, b) for a, b in bounds if a is None or b is None or a < b]
 
 
+def initial_windows(
+    start: int | None, end: int | None, low: int, high: int, workers: int
+) -> list[Window]:
+    """The run's range cut for ``workers`` requests in flight, newest first (most events are
+    recent: the dense windows are found early, the sparse past fills the end of the run)."""
+    count = min(WINDOWS_PER_WORKER * workers, max(1, (high - low) // CUT_WIDTH))
+    return list(reversed(cut(start, end, low, high, count)))
+
+
 def pieces(
     window: Window,
     pages: int,
@@ -101,18 +113,17 @@ def pieces(
     about that size: splitting costs requests (each piece ends on a part page, the pages
     read are read again), which pay only when the window would otherwise run long after
     the others."""
+    if pages < 2:
+        return []  # one full page may be all there is (a nightly run's 120 events)
     start = window.start if window.start is not None else low
     end = window.end if window.end is not None else max(high, start + 1)
     width = end - start
     # Before any window completed there is no typical size: only a very large one is split.
     size = max(typical, TARGET_PAGES) if typical else FIRST_WAVE_PAGES
-    if spread * 2 <= width:  # the pages cover part of the window: estimate it from them
-        estimate = pages * width / max(spread, 1)
-        count = math.ceil(estimate / size) if estimate > 2 * size else 1
-    elif pages == 1 and window.depth < BLIND_SPLIT_DEPTH:
-        count = 2  # dates spread over the whole window (unsorted): no estimate, halve it
-    else:
-        count = 1
+    if spread * 2 > width:
+        return []  # the pages cover the whole window (or the service mixes dates): no estimate
+    estimate = pages * width / max(spread, 1)
+    count = math.ceil(estimate / size) if estimate > 2 * size else 1
     count = min(count, MAX_PIECES, width // MIN_WIDTH)
     if count < 2:
         return []

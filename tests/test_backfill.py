@@ -180,6 +180,21 @@ def test_final_state_is_the_plain_bookmark_and_windows_are_saved_as_they_complet
     assert len(saved[-1]["completed"]) == 1, "all windows done: one merged range"
 
 
+def test_a_nightly_incremental_run_is_a_few_requests_not_a_backfill() -> None:
+    dataset = Dataset(**{**SKEWED, "events": 500})
+    with Emulator(dataset, credential=CREDENTIAL) as emulator:
+        config = feed_config(emulator)
+        first = sync(config)
+        before = dataset.total
+        emulator.add_events(count=120)
+        emulator.reset_stats()
+        second = sync(config, state=first.state)
+        bookmark = first.state["bookmarks"]["grant_feed"]["replication_key_value"]
+        assert delivered(second.records["grant_feed"]) == truth(dataset, after=bookmark)
+        assert len(second.records["grant_feed"]) >= dataset.total - before
+        assert emulator.stats["api_requests"] <= 3  # 120 new events: two pages of 100
+
+
 def test_a_state_file_of_the_previous_version_is_accepted(skewed: Emulator) -> None:
     ds = skewed.dataset
     entries = ds.feed_entries()
