@@ -64,7 +64,6 @@ class Window:
     start: int | None
     end: int | None
     skip: collections.Counter[Key] | None = dataclasses.field(default=None, compare=False)
-    depth: int = 0
 
     def bounds(self) -> tuple[str | None, str | None]:
         """``after`` and ``before`` as the request sends them."""
@@ -136,7 +135,6 @@ def pieces(
             skip=collections.Counter(
                 {k: n for k, n in skip.items() if child.contains(to_ns(k[-1]))}
             ),
-            depth=window.depth + 1,
         )
         for child in children
     ]
