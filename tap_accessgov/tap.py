@@ -18,11 +18,12 @@ from typing_extensions import override
 from tap_accessgov import cli, settings
 from tap_accessgov.auth import AccessGovAuthenticator
 from tap_accessgov.catalog import AppEntitlementsStream, AppsStream
+from tap_accessgov.client import AccessGovStream
 from tap_accessgov.credentials import ClientId, RedactedStr, parse_client_id, parse_client_secret
 from tap_accessgov.exclusions import AutomationExclusionsStream, UsersStream
 from tap_accessgov.grant_feed import GrantFeedStream
 from tap_accessgov.output import OutputWriter
-from tap_accessgov.prefetch import ConcurrentPartitionsStream
+from tap_accessgov.request_budget import RequestBudget
 
 if t.TYPE_CHECKING:
     from singer_sdk.streams import Stream
@@ -34,8 +35,6 @@ class TapAccessGov(Tap):
     name = "tap-accessgov"
     config_jsonschema = settings.CONFIG_SCHEMA
     message_writer_class = OutputWriter
-    # The streams that fetch ahead in worker threads (set by discover_streams).
-    _concurrent_streams: tuple[ConcurrentPartitionsStream, ...] = ()
 
     def __init__(self, *args: t.Any, validate_config: bool = True, **kwargs: t.Any) -> None:
         """Every bad setting is reported before anything runs, in our words (settings.py)."""
@@ -109,6 +108,8 @@ class TapAccessGov(Tap):
                 tap.sync_all()
             finally:
                 tap.stop_workers()
+                if summary := tap.request_budget.summary():
+                    tap.logger.info(summary)
             tap.write_message(StateMessage(value=tap.state))
 
     @classmethod
@@ -141,8 +142,9 @@ class TapAccessGov(Tap):
 
     def stop_workers(self) -> None:
         """Stop background fetches (a failed or interrupted run must not wait for them)."""
-        for stream in self._concurrent_streams:
-            stream.stop_prefetching()
+        for stream in self.streams.values():
+            if isinstance(stream, AccessGovStream):
+                stream.stop_workers()
 
     @cached_property
     def client_id(self) -> ClientId:
@@ -164,6 +166,11 @@ class TapAccessGov(Tap):
             token_url=f"{self.api_url}/auth/v1/token",
         )
 
+    @cached_property
+    def request_budget(self) -> RequestBudget:
+        """One budget of requests in flight for every stream and worker of the run."""
+        return RequestBudget(int(self.config["max_concurrency"]), self.logger)
+
     @override
     def discover_streams(self) -> list[Stream]:
         """In sync order: the catalog before the exclusions it finds, ``users`` after
@@ -171,7 +178,6 @@ class TapAccessGov(Tap):
         apps = AppsStream(self, connection=self)
         app_entitlements = AppEntitlementsStream(self, connection=self, apps=apps)
         exclusions = AutomationExclusionsStream(self, connection=self, catalog=app_entitlements)
-        self._concurrent_streams = (app_entitlements, exclusions)
         return [
             GrantFeedStream(self, connection=self),
             apps,

@@ -4,6 +4,7 @@ sends them empty."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -176,7 +177,10 @@ def test_unset_fields_omitted_or_sent_empty_give_the_same_records(emit_unpopulat
     for stream, records in reference.records.items():
         got = result.records[stream]
         assert len(got) == len(records), stream
-        assert [_deep_populated(r) for r in got] == [_deep_populated(r) for r in records], stream
+        # in any order: the grant feed's time windows deliver as they complete
+        assert sorted(json.dumps(_deep_populated(r), sort_keys=True) for r in got) == sorted(
+            json.dumps(_deep_populated(r), sort_keys=True) for r in records
+        ), stream
     assert all(
         (r["eventType"] and "appPath" not in r) or r["appPath"]
         for r in result.records["grant_feed"]

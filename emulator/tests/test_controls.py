@@ -78,6 +78,8 @@ def test_http_controls(fresh: Emulator) -> None:
         "token_lifetime": 5,
         "exclusions_ignore_page_token": False,
         "emit_unpopulated": None,
+        "max_in_flight": 0,
+        "throttle_retry_after": 1,
     }
     assert fresh.token_lifetime == 5
     requests.post(control + "revoke-tokens", timeout=10)
