@@ -98,9 +98,10 @@ def extract(tenant: Tenant, messages: Path, state: Path | None = None) -> int:
     records, last_state = 0, None
     with messages.open() as lines:
         for line in lines:
-            if line.startswith('{"type":"RECORD"') or line.startswith('{"type": "RECORD"'):
+            kind = line[:30]  # every Singer message starts with its type
+            if '"RECORD"' in kind:
                 records += 1
-            elif '"STATE"' in line[:20]:
+            elif '"STATE"' in kind:
                 last_state = json.loads(line)["value"]
     messages.with_suffix(".state.json").write_text(json.dumps(last_state))
     return records
