@@ -159,35 +159,24 @@ def fresh_side(engine: str, workdir: Path, name: str, schemas: Schemas) -> Side:
         f"DBT_{engine.upper()}_TARGET_PATH": str(target),
         f"DBT_{engine.upper()}_LOG_PATH": str(target / "logs"),
     }
-    log = workdir / f"{engine}-{name}.log"
     if engine == "postgres":
         source = schemas.new_schema(f"models_source_{name}")
-        return Side(
-            engine,
-            log=log,
-            target=target,
-            env=env
-            | {
-                # the database the benchmark's warehouse connection uses (scripts/benchmark.py)
-                "PGDATABASE": os.environ.get("PGDATABASE", "test"),
-                "TARGET_POSTGRES_DEFAULT_TARGET_SCHEMA": source,
-                "DBT_POSTGRES_SOURCE_SCHEMA": source,
-                "DBT_POSTGRES_SCHEMA": schemas.new_schema(f"models_{name}"),
-            },
-        )
-    jsonl = workdir / f"jsonl-{name}"
-    jsonl.mkdir()
-    return Side(
-        engine,
-        log=log,
-        target=target,
-        env=env
-        | {
+        tables = {
+            # the database the benchmark's warehouse connection uses (scripts/benchmark.py)
+            "PGDATABASE": os.environ.get("PGDATABASE", "test"),
+            "TARGET_POSTGRES_DEFAULT_TARGET_SCHEMA": source,
+            "DBT_POSTGRES_SOURCE_SCHEMA": source,
+            "DBT_POSTGRES_SCHEMA": schemas.new_schema(f"models_{name}"),
+        }
+    else:
+        jsonl = workdir / f"jsonl-{name}"
+        jsonl.mkdir()
+        tables = {
             "TARGET_JSONL_DESTINATION_PATH": str(jsonl),
             "DBT_DUCKDB_JSONL_DIR": str(jsonl),
             "DBT_DUCKDB_DATABASE_PATH": str(workdir / f"models-{name}.duckdb"),
-        },
-    )
+        }
+    return Side(engine, env | tables, log=workdir / f"{engine}-{name}.log", target=target)
 
 
 def models_section(

@@ -9,6 +9,7 @@ an incremental run, a second build, and the same comparisons again.
 
 from __future__ import annotations
 
+import json
 import os
 import typing as t
 from collections import Counter
@@ -115,6 +116,21 @@ def base_env(emulator: Emulator, tmp_path: Path, as_of: int) -> dict[str, str]:
     }
 
 
+def postgres_env(env: dict[str, str], schema: str) -> dict[str, str]:
+    """Load into `schema` of the test database and build the models into `schema`_models."""
+    return (
+        env
+        | libpq_env(POSTGRES_URL)
+        | {
+            "TARGET_POSTGRES_SQLALCHEMY_URL": POSTGRES_URL,
+            "TARGET_POSTGRES_DEFAULT_TARGET_SCHEMA": schema,
+            # the dbt-postgres utility's settings (meltano.yml)
+            "DBT_POSTGRES_SOURCE_SCHEMA": schema,
+            "DBT_POSTGRES_SCHEMA": schema + "_models",
+        }
+    )
+
+
 def test_models_on_duckdb_equal_the_emulators_truth(
     meltano_plugins: None, emulator: Emulator, tmp_path: Path
 ) -> None:
@@ -160,17 +176,7 @@ def test_models_on_postgres_equal_the_emulators_truth(
     connection, schema = postgres
     ds = emulator.dataset
     as_of = as_of_instant(ds)
-    env = (
-        base_env(emulator, tmp_path, as_of)
-        | libpq_env(POSTGRES_URL)
-        | {
-            "TARGET_POSTGRES_SQLALCHEMY_URL": POSTGRES_URL,
-            "TARGET_POSTGRES_DEFAULT_TARGET_SCHEMA": schema,
-            # the dbt-postgres utility's settings (meltano.yml)
-            "DBT_POSTGRES_SOURCE_SCHEMA": schema,
-            "DBT_POSTGRES_SCHEMA": schema + "_models",
-        }
-    )
+    env = postgres_env(base_env(emulator, tmp_path, as_of), schema)
 
     def query(sql: str) -> list[tuple]:
         def epoch(column: str) -> str:
@@ -243,20 +249,9 @@ def test_model_plans_stay_linear_whatever_the_planner_estimates(
     of every model with hash and merge joins switched off, i.e. the nested loops a planner
     misled by its estimates (it cannot estimate filters on computed columns) would pick.
     Every such loop over the events must look rows up through an index."""
-    import json
-
     connection, schema = postgres
-    env = (
-        base_env(emulator, tmp_path, as_of_instant(emulator.dataset))
-        | libpq_env(POSTGRES_URL)
-        | {
-            "TARGET_POSTGRES_SQLALCHEMY_URL": POSTGRES_URL,
-            "TARGET_POSTGRES_DEFAULT_TARGET_SCHEMA": schema,
-            "DBT_POSTGRES_SOURCE_SCHEMA": schema,
-            "DBT_POSTGRES_SCHEMA": schema + "_models",
-            "DBT_POSTGRES_TARGET_PATH": str(tmp_path / "dbt"),
-        }
-    )
+    env = postgres_env(base_env(emulator, tmp_path, as_of_instant(emulator.dataset)), schema)
+    env["DBT_POSTGRES_TARGET_PATH"] = str(tmp_path / "dbt")  # where manifest.json goes
     meltano("run", "tap-accessgov", "target-postgres", "dbt-postgres:run", env=env)
     manifest = json.loads((tmp_path / "dbt" / "manifest.json").read_text())
     event_scale = event_scale_relations(manifest)
