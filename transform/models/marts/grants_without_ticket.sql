@@ -1,25 +1,23 @@
 -- ADDED events that carry no ticket id: access granted outside the request process.
 -- opened_access says whether the event opened an interval (false: the grant was already held).
+-- One pass over int_grant_lifecycle_events, which holds every ADDED event with its ticket and
+-- its effect: joining it back to stg_grant_events would let the planner, which cannot
+-- estimate filters on computed columns, pick a nested loop that grows with the square of the
+-- events (README "Models", At warehouse scale).
 select
-    events.app_id,
+    added.app_id,
     apps.display_name as app_display_name,
-    events.app_entitlement_id,
+    added.app_entitlement_id,
     entitlements.display_name as app_entitlement_display_name,
-    events.app_user_id,
-    events.event_at as granted_at,
-    coalesce(lifecycle.lifecycle_effect = 'open', false) as opened_access
-from {{ ref('stg_grant_events') }} as events
-left join {{ ref('int_grant_lifecycle_events') }} as lifecycle
-    on lifecycle.app_id = events.app_id
-    and lifecycle.app_entitlement_id = events.app_entitlement_id
-    and lifecycle.app_user_id = events.app_user_id
-    and lifecycle.event_at = events.event_at
-    and lifecycle.lifecycle_action = events.lifecycle_action
+    added.app_user_id,
+    added.event_at as granted_at,
+    coalesce(added.lifecycle_effect = 'open', false) as opened_access
+from {{ ref('int_grant_lifecycle_events') }} as added
 -- names from the catalog; an id it does not know keeps its row, with no name
 left join {{ ref('stg_apps') }} as apps
-    on apps.app_id = events.app_id
+    on apps.app_id = added.app_id
 left join {{ ref('stg_app_entitlements') }} as entitlements
-    on entitlements.app_id = events.app_id
-    and entitlements.app_entitlement_id = events.app_entitlement_id
-where events.lifecycle_action = 'added'
-  and events.ticket_id is null
+    on entitlements.app_id = added.app_id
+    and entitlements.app_entitlement_id = added.app_entitlement_id
+where added.lifecycle_action = 'added'
+  and added.ticket_id is null
