@@ -1,0 +1,272 @@
+"""Production: the `accessgov` job run from fresh copies of the project that share nothing but
+PostgreSQL, as containers, pods or CI runners run it (README, Production).
+
+Meltano's system database (state, run records, the "already running" guard) is in PostgreSQL
+(MELTANO_DATABASE_URI, the `prod` environment); each copy has the project's files and the
+installed plugins (what an image holds) and a `.meltano/` of its own that no other copy sees.
+The tests check what Meltano 4.4.1 promises and the README repeats: the second runner reads only
+the events after the first one's bookmark, an overlapping run is refused and the first one
+completes untouched, a SIGKILLed run blocks the next one for 5 minutes after its last heartbeat
+and no longer; and the Dagster definitions (orchestrate/) run the job with retries."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+import typing as t
+from pathlib import Path
+
+import pytest
+
+from emulator import Dataset, Emulator
+from emulator.timefmt import format_ns
+from tests.conftest import BIN, CREDENTIAL, E2E_DATASET, POSTGRES_URL, ROOT, libpq_env, tap_env
+from tests.test_models import as_of_instant, compare, truth
+
+JOB_STATE_ID = "prod:tap-accessgov-to-target-postgres"  # Meltano's name for the job's EL block
+PLUGIN_DIRS = ("extractors", "loaders", "utilities", "orchestrators")
+
+
+@pytest.fixture
+def emulator() -> t.Iterator[Emulator]:
+    with Emulator(Dataset(**E2E_DATASET), credential=CREDENTIAL) as emu:
+        yield emu
+
+
+def fresh_copy(directory: Path) -> Path:
+    """The project as an image holds it: its files and the installed plugins (linked, read
+    only), with a `.meltano/` of its own and nothing from earlier runs."""
+    directory.mkdir()
+    shutil.copy(ROOT / "meltano.yml", directory)
+    for tree in ("transform", "orchestrate"):
+        shutil.copytree(
+            ROOT / tree, directory / tree, ignore=shutil.ignore_patterns("target", "logs")
+        )
+    (directory / ".meltano").mkdir()
+    for kind in PLUGIN_DIRS:
+        (directory / ".meltano" / kind).symlink_to(ROOT / ".meltano" / kind)
+    return directory
+
+
+@pytest.fixture
+def warehouse(postgres, tmp_path: Path) -> dict[str, t.Any]:
+    """A schema for the tables, one for the models and one for Meltano's system database, all
+    named after the `postgres` fixture's schema (which drops them). The system database's
+    schema is created empty: Meltano creates its tables there on first use."""
+    connection, schema = postgres
+    system = schema + "_meltano"
+    connection.execute(f'CREATE SCHEMA "{system}"')
+    return {
+        "connection": connection,
+        "schema": schema,
+        "system": system,
+        "database_uri": f"{POSTGRES_URL}?options=-csearch_path%3D{system}",
+    }
+
+
+def prod_env(emulator: Emulator, warehouse: dict[str, t.Any]) -> dict[str, str]:
+    """What a production runner sets: the `prod` environment, the system database, the tenant
+    (here the emulator), the warehouse (PG* variables) and the schemas of this test."""
+    schema = warehouse["schema"]
+    return {
+        **{
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("TAP_ACCESSGOV", "PG", "MELTANO"))
+        },
+        **tap_env(emulator),
+        **libpq_env(POSTGRES_URL),
+        "MELTANO_SEND_ANONYMOUS_USAGE_STATS": "false",
+        "MELTANO_ENVIRONMENT": "prod",
+        "MELTANO_DATABASE_URI": warehouse["database_uri"],
+        "TARGET_POSTGRES_DEFAULT_TARGET_SCHEMA": schema,
+        "DBT_POSTGRES_SOURCE_SCHEMA": schema,
+        "DBT_POSTGRES_SCHEMA": schema + "_models",
+        "ACCESSGOV_AS_OF": format_ns(as_of_instant(emulator.dataset)),
+    }
+
+
+def start_job(project: Path, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    """`meltano run accessgov` in a copy, in a process group of its own (so a test can kill
+    it with its children, as a container's end does)."""
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            [str(BIN / "meltano"), "run", "accessgov"],
+            cwd=project,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def run_job(project: Path, env: dict[str, str], timeout: float = 600) -> tuple[int, str]:
+    log = project / f"run-{time.monotonic_ns()}.log"
+    process = start_job(project, env, log)
+    returncode = process.wait(timeout=timeout)
+    output = log.read_text()
+    assert CREDENTIAL.client_secret not in output
+    return returncode, output
+
+
+def runs(warehouse: dict[str, t.Any]) -> list[tuple[str, str | None]]:
+    """Meltano's records of the job's runs, oldest first: state (RUNNING, SUCCESS, FAIL), error."""
+    return (
+        warehouse["connection"]
+        .execute(
+            f"SELECT state, payload::json->>'error' FROM \"{warehouse['system']}\".runs "
+            "WHERE job_name = %s ORDER BY started_at",
+            (JOB_STATE_ID,),
+        )
+        .fetchall()
+    )
+
+
+def wait_until_running(warehouse: dict[str, t.Any], process: subprocess.Popen[bytes]) -> None:
+    """Until the run's record says RUNNING and the tap has started reading (or fail)."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "the first run ended before the test could overlap it"
+        table = (
+            warehouse["connection"]
+            .execute("SELECT to_regclass(%s)", (f'"{warehouse["system"]}".runs',))
+            .fetchone()[0]
+        )
+        if table and [r for r in runs(warehouse) if r[0] == "RUNNING"]:
+            return
+        time.sleep(0.2)
+    raise AssertionError("the first run never started")
+
+
+def models_query(warehouse: dict[str, t.Any]) -> t.Callable[[str], list[tuple]]:
+    def query(sql: str) -> list[tuple]:
+        def epoch(column: str) -> str:
+            return f"(extract(epoch FROM {column}) * 1000000)::bigint"
+
+        return (
+            warehouse["connection"]
+            .execute(
+                sql.format(
+                    schema=warehouse["schema"] + "_models",
+                    granted_at=epoch("granted_at"),
+                    revoked_at=epoch("revoked_at"),
+                )
+            )
+            .fetchall()
+        )
+
+    return query
+
+
+def test_a_second_runner_with_a_fresh_project_continues_from_the_first_ones_state(
+    meltano_plugins: None, emulator: Emulator, warehouse, tmp_path: Path
+) -> None:
+    env = prod_env(emulator, warehouse)
+    ds = emulator.dataset
+    as_of = as_of_instant(ds)
+
+    returncode, output = run_job(fresh_copy(tmp_path / "runner-1"), env)
+    assert returncode == 0, output[-4000:]
+    compare(models_query(warehouse), truth(ds, as_of))
+    first_feed_pages = emulator.stats["api_requests_by_path"]["/api/v1/grants/feed"]
+
+    emulator.add_events(count=150)
+    emulator.reset_stats()
+    (before_second_run,) = (
+        warehouse["connection"].execute("SELECT txid_current() % 4294967296").fetchone()
+    )
+    second = fresh_copy(tmp_path / "runner-2")
+    returncode, output = run_job(second, env)
+    assert returncode == 0, output[-4000:]
+    assert not (second / ".meltano" / "meltano.db").exists()
+    # Incremental: only the pages after the first run's bookmark, and only the new events
+    # (plus those at the bookmark instant, which `after` re-reads) written to the table.
+    assert emulator.stats["api_requests_by_path"]["/api/v1/grants/feed"] <= 3 < first_feed_pages
+    (written,) = (
+        warehouse["connection"]
+        .execute(
+            f'SELECT count(*) FROM "{warehouse["schema"]}".grant_feed '
+            f"WHERE xmin::text::bigint > {before_second_run}"
+        )
+        .fetchone()
+    )
+    assert 150 <= written <= 155
+    compare(models_query(warehouse), truth(ds, as_of))
+    assert runs(warehouse) == [("SUCCESS", None), ("SUCCESS", None)]
+
+
+REFUSED = f"Another '{JOB_STATE_ID}' pipeline is already running"
+
+
+def test_a_run_that_overlaps_a_running_one_is_refused_and_the_first_completes(
+    meltano_plugins: None, emulator: Emulator, warehouse, tmp_path: Path
+) -> None:
+    env = prod_env(emulator, warehouse)
+    emulator.latency = 0.5  # the first run reads for a while
+    first_log = tmp_path / "first.log"
+    first = start_job(fresh_copy(tmp_path / "runner-1"), env, first_log)
+    try:
+        wait_until_running(warehouse, first)
+        returncode, output = run_job(fresh_copy(tmp_path / "runner-2"), env)
+        assert first.poll() is None, "the overlap must be tested while the first run runs"
+        emulator.latency = 0
+        assert first.wait(timeout=600) == 0, first_log.read_text()[-4000:]
+    finally:
+        if first.poll() is None:
+            os.killpg(first.pid, signal.SIGKILL)
+    assert returncode != 0
+    assert REFUSED in output
+    # The refused run left no record and touched nothing: one run, complete, models right.
+    assert runs(warehouse) == [("SUCCESS", None)]
+    compare(models_query(warehouse), truth(emulator.dataset, as_of_instant(emulator.dataset)))
+
+
+def test_a_killed_run_blocks_the_next_for_five_minutes_after_its_last_heartbeat(
+    meltano_plugins: None, emulator: Emulator, warehouse, tmp_path: Path
+) -> None:
+    """Meltano 4.4.1 writes a heartbeat into the run's record every second and takes a RUNNING
+    record whose heartbeat is 5 minutes old (HEARTBEAT_VALID_MINUTES, not a setting) for a dead
+    run. The test does not wait those minutes: it moves the killed run's last heartbeat back,
+    the one thing Meltano compares with the clock."""
+    env = prod_env(emulator, warehouse)
+    emulator.latency = 0.5
+    killed = start_job(fresh_copy(tmp_path / "runner-1"), env, tmp_path / "killed.log")
+    wait_until_running(warehouse, killed)
+    time.sleep(2)  # the tap is reading
+    os.killpg(killed.pid, signal.SIGKILL)  # the container is gone: meltano, tap and target
+    killed.wait(timeout=60)
+    emulator.latency = 0
+    assert runs(warehouse) == [("RUNNING", None)]
+
+    def heartbeat_age(age: str) -> None:
+        warehouse["connection"].execute(
+            f'UPDATE "{warehouse["system"]}".runs '
+            f"SET last_heartbeat_at = (now() AT TIME ZONE 'UTC') - interval '{age}' "
+            "WHERE job_name = %s AND state = 'RUNNING'",
+            (JOB_STATE_ID,),
+        )
+
+    second = fresh_copy(tmp_path / "runner-2")
+    returncode, output = run_job(second, env)  # at once
+    assert returncode != 0
+    assert REFUSED in output
+    assert "Wait until" in output
+    heartbeat_age("4 minutes 30 seconds")
+    returncode, output = run_job(second, env)
+    assert returncode != 0
+    assert REFUSED in output
+    heartbeat_age("5 minutes 1 second")
+    returncode, output = run_job(second, env)
+    assert returncode == 0, output[-4000:]
+    assert runs(warehouse) == [
+        (
+            "FAIL",
+            "No heartbeat recorded for 5 minutes. The process was likely killed unceremoniously.",
+        ),
+        ("SUCCESS", None),
+    ]
+    # The killed run committed no bookmark: the next one read everything, and nothing is lost.
+    compare(models_query(warehouse), truth(emulator.dataset, as_of_instant(emulator.dataset)))
