@@ -270,3 +270,65 @@ def test_a_killed_run_blocks_the_next_for_five_minutes_after_its_last_heartbeat(
     ]
     # The killed run committed no bookmark: the next one read everything, and nothing is lost.
     compare(models_query(warehouse), truth(emulator.dataset, as_of_instant(emulator.dataset)))
+
+
+def test_dagster_runs_the_job_on_its_schedule_with_retries(
+    meltano_plugins: None, emulator: Emulator, warehouse, tmp_path: Path
+) -> None:
+    """The shipped Dagster definitions, in the `dagster` orchestrator plugin's own virtualenv:
+    the schedule is meltano.yml's, and `meltano invoke dagster:run` (Dagster's in-process
+    execution of that schedule's job) runs the job with the secret and the system database
+    from the environment, retrying an attempt that failed (the service refused the first
+    feed request)."""
+    project = fresh_copy(tmp_path / "runner")
+    (tmp_path / "dagster").mkdir()
+    (tmp_path / "dagster" / "dagster.yaml").write_text("")
+    env = prod_env(emulator, warehouse) | {
+        "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",  # `meltano`, as in a runner's image
+        "DAGSTER_HOME": str(tmp_path / "dagster"),
+        "ACCESSGOV_RETRY_DELAY_SECONDS": "1",
+    }
+    python = project / ".meltano" / "orchestrators" / "dagster" / "venv" / "bin" / "python"
+    schedule = subprocess.run(
+        [
+            str(python),
+            "-c",
+            "import datetime, dagster as dg; from definitions import defs\n"
+            "s = defs.resolve_schedule_def('accessgov_nightly')\n"
+            "at = datetime.datetime(2026, 1, 2, tzinfo=datetime.UTC)\n"
+            "with dg.build_schedule_context(scheduled_execution_time=at) as context:\n"
+            "    requests = s.evaluate_tick(context).run_requests\n"
+            "print(s.cron_schedule, s.execution_timezone, s.job_name, len(requests))",
+        ],
+        cwd=project / "orchestrate",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert schedule.stdout.split() == ["@daily", "UTC", "accessgov", "1"]
+
+    emulator.faults.add(kind="403", path="/api/v1/grants/feed", times=1)
+    result = subprocess.run(
+        [str(BIN / "meltano"), "invoke", "dagster:run"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    output = result.stdout + result.stderr
+    (tmp_path / "dagster.log").write_text(output)
+    assert result.returncode == 0, output[-6000:]
+    assert CREDENTIAL.client_secret not in output
+    stored = [p.read_bytes() for p in (tmp_path / "dagster").rglob("*") if p.is_file()]
+    assert stored
+    assert not [b for b in stored if CREDENTIAL.client_secret.encode() in b]  # EnvVar: not kept
+    for event in ("STEP_UP_FOR_RETRY", "STEP_RESTARTED", "STEP_SUCCESS", "RUN_SUCCESS"):
+        assert f" - {event} - " in output, event
+    failed, succeeded = runs(warehouse)
+    assert failed[0] == "FAIL"
+    assert succeeded == ("SUCCESS", None)
+    compare(models_query(warehouse), truth(emulator.dataset, as_of_instant(emulator.dataset)))
