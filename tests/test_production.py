@@ -11,6 +11,7 @@ and no longer; and the Dagster definitions (orchestrate/) run the job with retri
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -23,7 +24,7 @@ import pytest
 
 from emulator import Dataset, Emulator
 from emulator.timefmt import format_ns
-from tests.conftest import BIN, CREDENTIAL, E2E_DATASET, POSTGRES_URL, ROOT, libpq_env, tap_env
+from tests.conftest import BIN, CREDENTIAL, E2E_DATASET, POSTGRES_URL, ROOT, libpq_env, ns, tap_env
 from tests.test_models import as_of_instant, compare, truth
 
 JOB_STATE_ID = "prod:tap-accessgov-to-target-postgres"  # Meltano's name for the job's EL block
@@ -89,12 +90,12 @@ def prod_env(emulator: Emulator, warehouse: dict[str, t.Any]) -> dict[str, str]:
     }
 
 
-def start_job(project: Path, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    """`meltano run accessgov` in a copy, in a process group of its own (so a test can kill
-    it with its children, as a container's end does)."""
+def start_job(project: Path, env: dict[str, str], log: Path, *args: str) -> subprocess.Popen[bytes]:
+    """`meltano run accessgov` (or the given meltano command) in a copy, in a process group of
+    its own (so a test can kill it with its children, as a container's end does)."""
     with log.open("wb") as out:
         return subprocess.Popen(
-            [str(BIN / "meltano"), "run", "accessgov"],
+            [str(BIN / "meltano"), *(args or ("run", "accessgov"))],
             cwd=project,
             env=env,
             stdout=out,
@@ -103,9 +104,11 @@ def start_job(project: Path, env: dict[str, str], log: Path) -> subprocess.Popen
         )
 
 
-def run_job(project: Path, env: dict[str, str], timeout: float = 600) -> tuple[int, str]:
+def run_job(
+    project: Path, env: dict[str, str], *args: str, timeout: float = 600
+) -> tuple[int, str]:
     log = project / f"run-{time.monotonic_ns()}.log"
-    process = start_job(project, env, log)
+    process = start_job(project, env, log, *args)
     returncode = process.wait(timeout=timeout)
     output = log.read_text()
     assert CREDENTIAL.client_secret not in output
@@ -196,6 +199,30 @@ def test_a_second_runner_with_a_fresh_project_continues_from_the_first_ones_stat
     assert 150 <= written <= 155
     compare(models_query(warehouse), truth(ds, as_of))
     assert runs(warehouse) == [("SUCCESS", None), ("SUCCESS", None)]
+
+    # The README's two operations, from yet another copy: the state, and a backfill from a date.
+    third = fresh_copy(tmp_path / "runner-3")
+    latest = max((e["feed"]["date"] for e in ds.feed_entries()), key=ns)
+    returncode, output = run_job(third, env, "state", "get", JOB_STATE_ID)
+    assert returncode == 0, output[-4000:]
+    state = json.loads(output.strip().splitlines()[-1])
+    assert ns(state["singer_state"]["bookmarks"]["grant_feed"]["replication_key_value"]) == ns(
+        latest
+    )
+
+    since = sorted((e["feed"]["date"] for e in ds.feed_entries()), key=ns)[ds.total // 2]
+    emulator.reset_stats()
+    returncode, output = run_job(
+        third, env | {"TAP_ACCESSGOV_START_DATE": since}, "run", "--full-refresh", "accessgov"
+    )
+    assert returncode == 0, output[-4000:]
+    assert 3 < emulator.stats["api_requests_by_path"]["/api/v1/grants/feed"] < first_feed_pages
+    compare(models_query(warehouse), truth(ds, as_of))
+    returncode, output = run_job(third, env, "state", "get", JOB_STATE_ID)
+    state = json.loads(output.strip().splitlines()[-1])
+    assert ns(state["singer_state"]["bookmarks"]["grant_feed"]["replication_key_value"]) == ns(
+        latest
+    )
 
 
 REFUSED = f"Another '{JOB_STATE_ID}' pipeline is already running"
