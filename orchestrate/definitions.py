@@ -53,8 +53,9 @@ class MeltanoProject(dg.ConfigurableResource):
 PLAN = meltano_schedule(SCHEDULE)
 
 # A failed attempt (the service or the warehouse down, or another run of the job still going)
-# is tried again after 5, 10, 20 minutes. 5 minutes is also how long Meltano waits for the
-# heartbeat of a run that was killed before it lets the next one start (README Production).
+# is tried again 5, 15 and 35 minutes later (Dagster's exponential backoff: (2^n - 1) x delay).
+# No jitter, which would start some first retries sooner: 5 minutes is how long Meltano refuses
+# the next run after one was killed without a word (README Production).
 RETRY_DELAY = float(os.environ.get("ACCESSGOV_RETRY_DELAY_SECONDS", "300"))
 
 
@@ -64,7 +65,6 @@ RETRY_DELAY = float(os.environ.get("ACCESSGOV_RETRY_DELAY_SECONDS", "300"))
         max_retries=3,
         delay=RETRY_DELAY,
         backoff=dg.Backoff.EXPONENTIAL,
-        jitter=dg.Jitter.PLUS_MINUS,
     ),
 )
 def accessgov_warehouse(
