@@ -244,7 +244,7 @@ def test_a_run_that_overlaps_a_running_one_is_refused_and_the_first_completes(
     finally:
         if first.poll() is None:
             os.killpg(first.pid, signal.SIGKILL)
-    assert returncode != 0
+    assert returncode == 1
     assert REFUSED in output
     # The refused run left no record and touched nothing: one run, complete, models right.
     assert runs(warehouse) == [("SUCCESS", None)]
@@ -278,12 +278,12 @@ def test_a_killed_run_blocks_the_next_for_five_minutes_after_its_last_heartbeat(
 
     second = fresh_copy(tmp_path / "runner-2")
     returncode, output = run_job(second, env)  # at once
-    assert returncode != 0
+    assert returncode == 1
     assert REFUSED in output
     assert "Wait until" in output
     heartbeat_age("4 minutes 30 seconds")
     returncode, output = run_job(second, env)
-    assert returncode != 0
+    assert returncode == 1
     assert REFUSED in output
     heartbeat_age("5 minutes 1 second")
     returncode, output = run_job(second, env)
