@@ -359,3 +359,30 @@ def test_dagster_runs_the_job_on_its_schedule_with_retries(
     assert failed[0] == "FAIL"
     assert succeeded == ("SUCCESS", None)
     compare(models_query(warehouse), truth(emulator.dataset, as_of_instant(emulator.dataset)))
+
+
+def test_meltano_creates_its_tables_in_an_empty_schema_but_not_the_schema(
+    postgres, tmp_path: Path
+) -> None:
+    """What "created on first use" means (README Production): Meltano migrates an empty schema
+    on its first command, and answers a schema that does not exist with a misleading error
+    (the README's troubleshooting row quotes it)."""
+    connection, schema = postgres
+    project = tmp_path / "project"
+    project.mkdir()
+    shutil.copy(ROOT / "meltano.yml", project)
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("MELTANO")},
+        "MELTANO_SEND_ANONYMOUS_USAGE_STATS": "false",
+        "MELTANO_DATABASE_URI": f"{POSTGRES_URL}?options=-csearch_path%3D{schema}",
+    }
+    returncode, output = run_job(project, env, "state", "list")
+    assert returncode == 1
+    assert "MigrationError: Cannot upgrade the system database. It might be corrupted" in output
+    connection.execute(f'CREATE SCHEMA "{schema}"')
+    returncode, output = run_job(project, env, "state", "list")
+    assert returncode == 0, output[-4000:]
+    tables = connection.execute(
+        "SELECT tablename FROM pg_tables WHERE schemaname = %s", (schema,)
+    ).fetchall()
+    assert {"alembic_version", "runs", "state"} <= {name for (name,) in tables}
