@@ -129,7 +129,7 @@ def runs(warehouse: dict[str, t.Any]) -> list[tuple[str, str | None]]:
 
 
 def wait_until_running(warehouse: dict[str, t.Any], process: subprocess.Popen[bytes]) -> None:
-    """Until the run's record says RUNNING and the tap has started reading (or fail)."""
+    """Until the run's record says RUNNING; fails if the run ends first or never starts."""
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         assert process.poll() is None, "the first run ended before the test could overlap it"
