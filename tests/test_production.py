@@ -337,19 +337,8 @@ def test_dagster_runs_the_job_on_its_schedule_with_retries(
     assert schedule.stdout.split() == ["@daily", "UTC", "accessgov", "1"]
 
     emulator.faults.add(kind="403", path="/api/v1/grants/feed", times=1)
-    result = subprocess.run(
-        [str(BIN / "meltano"), "invoke", "dagster:run"],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
-    output = result.stdout + result.stderr
-    (tmp_path / "dagster.log").write_text(output)
-    assert result.returncode == 0, output[-6000:]
-    assert CREDENTIAL.client_secret not in output
+    returncode, output = run_job(project, env, "invoke", "dagster:run", timeout=900)
+    assert returncode == 0, output[-6000:]
     stored = [p.read_bytes() for p in (tmp_path / "dagster").rglob("*") if p.is_file()]
     assert stored
     assert not [b for b in stored if CREDENTIAL.client_secret.encode() in b]  # EnvVar: not kept
