@@ -232,7 +232,7 @@ def test_a_run_that_overlaps_a_running_one_is_refused_and_the_first_completes(
     meltano_plugins: None, emulator: Emulator, warehouse, tmp_path: Path
 ) -> None:
     env = prod_env(emulator, warehouse)
-    emulator.latency = 0.5  # the first run reads for a while
+    emulator.latency = 1.0  # the first run reads for a while (lifted once the second is refused)
     first_log = tmp_path / "first.log"
     first = start_job(fresh_copy(tmp_path / "runner-1"), env, first_log)
     try:
