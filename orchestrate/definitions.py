@@ -42,8 +42,9 @@ class MeltanoProject(dg.ConfigurableResource):
     database_uri: str
 
     def env(self) -> dict[str, str]:
+        """What `meltano run` needs on top of this process's environment (which the pipes
+        client passes on itself)."""
         return {
-            **os.environ,
             "MELTANO_ENVIRONMENT": self.environment,
             "MELTANO_DATABASE_URI": self.database_uri,
             "TAP_ACCESSGOV_CLIENT_SECRET": self.client_secret,
