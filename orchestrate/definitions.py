@@ -1,5 +1,5 @@
-"""Dagster definitions: the Meltano job `accessgov` as one asset (`accessgov_warehouse`), on the schedule meltano.yml
-gives it (`accessgov-nightly`), retried the Dagster way.
+"""Dagster definitions: the Meltano job `accessgov` as one asset (`accessgov_warehouse`), on
+the schedule meltano.yml gives it (`accessgov-nightly`), retried the Dagster way.
 
 Meltano keeps the state, the run records and the "already running" guard in its system
 database (MELTANO_DATABASE_URI, README Production), so this file only starts `meltano run` and
@@ -9,7 +9,7 @@ overlaps another one of the same job is refused by Meltano and retried later by 
 The secret and the system database come from Dagster's `EnvVar`s, read when a run starts (never
 stored in the run's config or shown in its logs); set them in the code location's environment
 or secret store. Loaded with the Meltano orchestrator plugin `dagster` (meltano.yml), e.g.
-`meltano invoke dagster job execute -f orchestrate/definitions.py -j accessgov`.
+`meltano invoke dagster:run` (the job once, in process) or `meltano invoke dagster:daemon`.
 """
 
 import os
