@@ -375,3 +375,31 @@ def test_meltano_creates_its_tables_in_an_empty_schema_but_not_the_schema(
         "SELECT tablename FROM pg_tables WHERE schemaname = %s", (schema,)
     ).fetchall()
     assert {"alembic_version", "runs", "state"} <= {name for (name,) in tables}
+
+
+def test_meltano_creates_its_tables_in_an_empty_database(postgres, tmp_path: Path) -> None:
+    """The other form the README gives: a database of its own (tables in its public schema)."""
+    import psycopg
+
+    connection, schema = postgres
+    project = tmp_path / "project"
+    project.mkdir()
+    shutil.copy(ROOT / "meltano.yml", project)
+    base, _, _ = POSTGRES_URL.rpartition("/")
+    connection.execute(f'CREATE DATABASE "{schema}"')
+    try:
+        env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("MELTANO")},
+            "MELTANO_SEND_ANONYMOUS_USAGE_STATS": "false",
+            "MELTANO_DATABASE_URI": f"{base}/{schema}",
+        }
+        returncode, output = run_job(project, env, "state", "list")
+        assert returncode == 0, output[-4000:]
+        url = f"{base}/{schema}".replace("postgresql+psycopg://", "postgresql://")
+        with psycopg.connect(url) as database:
+            tables = database.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
+            ).fetchall()
+        assert {"alembic_version", "runs", "state"} <= {name for (name,) in tables}
+    finally:
+        connection.execute(f'DROP DATABASE IF EXISTS "{schema}" WITH (FORCE)')
