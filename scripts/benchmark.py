@@ -17,6 +17,10 @@ In one run, alternating the two sides of each comparison and reporting medians:
    it (only the emulator's URL, the secret and ``select: grant_feed`` come from the
    environment), at 50,000 and 500,000 events: medians, ratio, rows loaded and the peak RSS
    of the tap and of the target. ``--candidates`` compares loader settings side by side.
+6. a real tenant's backfill (``--only backfill``, scripts/backfill_benchmark.py): 20,000 skewed
+   events at 100 ms per request, the tap against a sequential raw loop and end to end against
+   the sequential tap; the re-read share after a kill, a 2-in-flight service, and the tap
+   without latency against its single query.
 
 Peak RSS under Meltano: Meltano starts the tap and the target as its own children, so
 ``os.wait4`` on Meltano would report only the largest process of the tree. A thread polls
@@ -585,7 +589,7 @@ def tap_sections(args: argparse.Namespace, workdir: Path, report: t.Callable[[st
             emulator.stop()
 
 
-SECTIONS = ("feed", "rss", "exclusions", "e2e")
+SECTIONS = ("feed", "rss", "exclusions", "e2e", "backfill")
 
 
 def main() -> None:
@@ -621,6 +625,15 @@ def main() -> None:
         action="store_true",
         help="end to end: compare the loader/message-format candidates instead of raw vs shipped",
     )
+    parser.add_argument(
+        "--backfill-events", type=int, default=20_000, help="grant events of the backfill section"
+    )
+    parser.add_argument(
+        "--no-backfill-e2e",
+        dest="backfill_e2e",
+        action="store_false",
+        help="backfill: skip the meltano run comparison",
+    )
     args = parser.parse_args()
     if unknown := set(args.only) - set(SECTIONS):
         parser.error(f"unknown section(s): {', '.join(sorted(unknown))}")
@@ -637,6 +650,10 @@ def main() -> None:
             tap_sections(args, workdir, report)
         if "e2e" in args.only:
             end_to_end(args, workdir, report)
+        if "backfill" in args.only:
+            from backfill_benchmark import backfill  # scripts/ is on sys.path; imports us
+
+            backfill(args, workdir, report)
 
     print("\nSummary (paste into the README):\n```\n" + "\n".join(lines) + "\n```")
 

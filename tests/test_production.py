@@ -295,7 +295,7 @@ def test_a_killed_run_blocks_the_next_for_five_minutes_after_its_last_heartbeat(
         ),
         ("SUCCESS", None),
     ]
-    # The killed run committed no bookmark: the next one read everything, and nothing is lost.
+    # Whatever state the killed run left, the next one completes the history: nothing lost.
     compare(models_query(warehouse), truth(emulator.dataset, as_of_instant(emulator.dataset)))
 
 
