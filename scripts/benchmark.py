@@ -21,6 +21,9 @@ In one run, alternating the two sides of each comparison and reporting medians:
    events at 100 ms per request, the tap against a sequential raw loop and end to end against
    the sequential tap; the re-read share after a kill, a 2-in-flight service, and the tap
    without latency against its single query.
+7. the models at warehouse scale (``--only models``, scripts/model_benchmark.py): 100,000 and
+   1,000,000 events loaded into fresh tables by the shipped loaders, then ``dbt build`` right
+   away, load and build side by side per engine; then a nightly load and rebuild.
 
 Peak RSS under Meltano: Meltano starts the tap and the target as its own children, so
 ``os.wait4`` on Meltano would report only the largest process of the tree. A thread polls
@@ -378,9 +381,9 @@ def meltano_run(env: dict[str, str], log: Path) -> tuple[float, dict[str, int]]:
     return elapsed, peak
 
 
-def end_to_end(args: argparse.Namespace, workdir: Path, report: t.Callable[[str], None]) -> None:
-    # The plugins of meltano.yml, as a user's `meltano install` lays them out (quick when they
-    # are already there): a fresh checkout has none.
+def install_plugins() -> None:
+    """The plugins of meltano.yml, as a user's `meltano install` lays them out (quick when
+    they are already there): a fresh checkout has none."""
     subprocess.run(
         [str(BIN / "meltano"), "install"],
         cwd=ROOT,
@@ -388,6 +391,10 @@ def end_to_end(args: argparse.Namespace, workdir: Path, report: t.Callable[[str]
         check=True,
         capture_output=True,
     )
+
+
+def end_to_end(args: argparse.Namespace, workdir: Path, report: t.Callable[[str], None]) -> None:
+    install_plugins()
     warehouse = Warehouse()
     try:
         if not args.candidates:
@@ -459,6 +466,25 @@ def end_to_end(args: argparse.Namespace, workdir: Path, report: t.Callable[[str]
                 )
             finally:
                 emulator.stop()
+    finally:
+        warehouse.close()
+
+
+def models(args: argparse.Namespace, workdir: Path, report: t.Callable[[str], None]) -> None:
+    """Load and build side by side at warehouse scale (scripts/model_benchmark.py)."""
+    from model_benchmark import models_section
+
+    install_plugins()
+    warehouse = Warehouse()
+    try:
+        models_section(
+            args.model_events,
+            args.nightly_events,
+            workdir,
+            lambda name, events: EmulatorProcess(workdir, name, "--events", str(events)),
+            warehouse,
+            report,
+        )
     finally:
         warehouse.close()
 
@@ -589,7 +615,7 @@ def tap_sections(args: argparse.Namespace, workdir: Path, report: t.Callable[[st
             emulator.stop()
 
 
-SECTIONS = ("feed", "rss", "exclusions", "e2e", "backfill")
+SECTIONS = ("feed", "rss", "exclusions", "e2e", "backfill", "models")
 
 
 def main() -> None:
@@ -626,6 +652,18 @@ def main() -> None:
         help="end to end: compare the loader/message-format candidates instead of raw vs shipped",
     )
     parser.add_argument(
+        "--model-events",
+        type=lambda text: [int(n) for n in text.split(",")],
+        default=[100_000, 1_000_000],
+        help="grant events of the models section's loads and builds (comma-separated)",
+    )
+    parser.add_argument(
+        "--nightly-events",
+        type=int,
+        default=1_000,
+        help="models section: new events of the nightly load after the largest (0 = none)",
+    )
+    parser.add_argument(
         "--backfill-events", type=int, default=20_000, help="grant events of the backfill section"
     )
     parser.add_argument(
@@ -654,6 +692,8 @@ def main() -> None:
             from backfill_benchmark import backfill  # scripts/ is on sys.path; imports us
 
             backfill(args, workdir, report)
+        if "models" in args.only:
+            models(args, workdir, report)
 
     print("\nSummary (paste into the README):\n```\n" + "\n".join(lines) + "\n```")
 

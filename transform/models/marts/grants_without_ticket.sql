@@ -1,17 +1,15 @@
 -- ADDED events that carry no ticket id: access granted outside the request process.
 -- opened_access says whether the event opened an interval (false: the grant was already held).
+-- One pass over int_grant_lifecycle_events, which holds every ADDED event with its ticket and
+-- its effect: joining it back to stg_grant_events would let the planner, which cannot
+-- estimate filters on computed columns, pick a nested loop that grows with the square of the
+-- events (README "Models", At warehouse scale).
 select
-    events.app_id,
-    events.app_entitlement_id,
-    events.app_user_id,
-    events.event_at as granted_at,
-    coalesce(lifecycle.lifecycle_effect = 'open', false) as opened_access
-from {{ ref('stg_grant_events') }} as events
-left join {{ ref('int_grant_lifecycle_events') }} as lifecycle
-    on lifecycle.app_id = events.app_id
-    and lifecycle.app_entitlement_id = events.app_entitlement_id
-    and lifecycle.app_user_id = events.app_user_id
-    and lifecycle.event_at = events.event_at
-    and lifecycle.lifecycle_action = events.lifecycle_action
-where events.lifecycle_action = 'added'
-  and events.ticket_id is null
+    app_id,
+    app_entitlement_id,
+    app_user_id,
+    event_at as granted_at,
+    coalesce(lifecycle_effect = 'open', false) as opened_access
+from {{ ref('int_grant_lifecycle_events') }}
+where lifecycle_action = 'added'
+  and ticket_id is null
