@@ -1,0 +1,105 @@
+"""Dagster definitions: the Meltano job `accessgov` as one asset (`accessgov_warehouse`), on
+the schedule meltano.yml gives it (`accessgov-nightly`), retried the Dagster way.
+
+Meltano keeps the state, the run records and the "already running" guard in its system
+database (MELTANO_DATABASE_URI, README Production), so this file only starts `meltano run` and
+reports: a run Dagster starts on any host continues where the last one stopped, and a run that
+overlaps another one of the same job is refused by Meltano and retried later by Dagster.
+
+The secret and the system database come from Dagster's `EnvVar`s, read when a run starts (never
+stored in the run's config or shown in its logs); set them in the code location's environment
+or secret store. Loaded with the Meltano orchestrator plugin `dagster` (meltano.yml), e.g.
+`meltano invoke dagster:run` (the job once, in process) or `meltano invoke dagster:daemon`.
+"""
+
+import os
+from pathlib import Path
+
+import dagster as dg
+import yaml
+
+PROJECT_ROOT = Path(os.environ.get("MELTANO_PROJECT_ROOT") or Path(__file__).resolve().parents[1])
+SCHEDULE = "accessgov-nightly"
+
+
+def meltano_schedule(name: str) -> dict[str, str]:
+    """The schedule as meltano.yml declares it (its `job` and `interval`): one place to change it."""
+    project = yaml.safe_load((PROJECT_ROOT / "meltano.yml").read_text())
+    for schedule in project.get("schedules", []):
+        if schedule["name"] == name:
+            return dict(schedule)
+    raise ValueError(f"meltano.yml has no schedule named {name!r}")
+
+
+class MeltanoProject(dg.ConfigurableResource):
+    """Where and how to run Meltano: the project, its environment, and the two secrets a run
+    needs from outside (the tap's client secret and the system database's URI)."""
+
+    project_dir: str = str(PROJECT_ROOT)
+    environment: str = "prod"
+    executable: str = "meltano"
+    client_secret: str
+    database_uri: str
+
+    def env(self) -> dict[str, str]:
+        """What `meltano run` needs on top of this process's environment (which the pipes
+        client passes on itself)."""
+        return {
+            "MELTANO_ENVIRONMENT": self.environment,
+            "MELTANO_DATABASE_URI": self.database_uri,
+            "TAP_ACCESSGOV_CLIENT_SECRET": self.client_secret,
+        }
+
+
+PLAN = meltano_schedule(SCHEDULE)
+
+# A failed attempt (the service or the warehouse down, or another run of the job still going)
+# is tried again 5, 15 and 35 minutes later (Dagster's exponential backoff: (2^n - 1) x delay).
+# No jitter, which would start some first retries sooner: 5 minutes is how long Meltano refuses
+# the next run after one was killed without a word (README Production).
+RETRY_DELAY = float(os.environ.get("ACCESSGOV_RETRY_DELAY_SECONDS", "300"))
+
+
+@dg.asset(
+    description=f"`meltano run {PLAN['job']}`: the warehouse tables, then the models built on them.",
+    retry_policy=dg.RetryPolicy(
+        max_retries=3,
+        delay=RETRY_DELAY,
+        backoff=dg.Backoff.EXPONENTIAL,
+    ),
+)
+def accessgov_warehouse(
+    context: dg.AssetExecutionContext,
+    meltano: MeltanoProject,
+    pipes_subprocess_client: dg.PipesSubprocessClient,
+) -> dg.MaterializeResult:
+    return pipes_subprocess_client.run(
+        context=context,
+        command=[meltano.executable, "run", PLAN["job"]],
+        cwd=meltano.project_dir,
+        env=meltano.env(),
+    ).get_materialize_result()
+
+
+accessgov_job = dg.define_asset_job(PLAN["job"], selection=[accessgov_warehouse])
+
+defs = dg.Definitions(
+    assets=[accessgov_warehouse],
+    jobs=[accessgov_job],
+    schedules=[
+        dg.ScheduleDefinition(
+            name=SCHEDULE.replace("-", "_"),
+            job=accessgov_job,
+            cron_schedule=PLAN["interval"],
+            execution_timezone="UTC",
+        )
+    ],
+    resources={
+        "meltano": MeltanoProject(
+            client_secret=dg.EnvVar("TAP_ACCESSGOV_CLIENT_SECRET"),
+            database_uri=dg.EnvVar("MELTANO_DATABASE_URI"),
+        ),
+        "pipes_subprocess_client": dg.PipesSubprocessClient(),
+    },
+    executor=dg.in_process_executor,
+)

@@ -1,0 +1,407 @@
+"""Production: the `accessgov` job run from fresh copies of the project that share nothing but
+PostgreSQL, as containers, pods or CI runners run it (README, Production).
+
+Meltano's system database (state, run records, the "already running" guard) is in PostgreSQL
+(MELTANO_DATABASE_URI, the `prod` environment); each copy has the project's files and the
+installed plugins (what an image holds) and a `.meltano/` of its own that no other copy sees.
+The tests check what Meltano 4.4.1 promises and the README repeats: the second runner reads only
+the events after the first one's bookmark, an overlapping run is refused and the first one
+completes untouched, a SIGKILLed run blocks the next one for 5 minutes after its last heartbeat
+and no longer; and the Dagster definitions (orchestrate/) run the job with retries."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+import typing as t
+from pathlib import Path
+
+import pytest
+
+from emulator import Dataset, Emulator
+from emulator.timefmt import format_ns
+from tests.conftest import BIN, CREDENTIAL, E2E_DATASET, POSTGRES_URL, ROOT, libpq_env, ns, tap_env
+from tests.test_models import as_of_instant, compare, truth
+
+JOB_STATE_ID = "prod:tap-accessgov-to-target-postgres"  # Meltano's name for the job's EL block
+PLUGIN_DIRS = ("extractors", "loaders", "utilities", "orchestrators")
+
+
+@pytest.fixture
+def emulator() -> t.Iterator[Emulator]:
+    with Emulator(Dataset(**E2E_DATASET), credential=CREDENTIAL) as emu:
+        yield emu
+
+
+def fresh_copy(directory: Path) -> Path:
+    """The project as an image holds it: its files and the installed plugins (linked, read
+    only), with a `.meltano/` of its own and nothing from earlier runs."""
+    directory.mkdir()
+    shutil.copy(ROOT / "meltano.yml", directory)
+    for tree in ("transform", "orchestrate"):
+        shutil.copytree(
+            ROOT / tree, directory / tree, ignore=shutil.ignore_patterns("target", "logs")
+        )
+    (directory / ".meltano").mkdir()
+    for kind in PLUGIN_DIRS:
+        (directory / ".meltano" / kind).symlink_to(ROOT / ".meltano" / kind)
+    return directory
+
+
+@pytest.fixture
+def warehouse(postgres, tmp_path: Path) -> dict[str, t.Any]:
+    """A schema for the tables, one for the models and one for Meltano's system database, all
+    named after the `postgres` fixture's schema (which drops them). The system database's
+    schema is created empty: Meltano creates its tables there on first use."""
+    connection, schema = postgres
+    system = schema + "_meltano"
+    connection.execute(f'CREATE SCHEMA "{system}"')
+    return {
+        "connection": connection,
+        "schema": schema,
+        "system": system,
+        "database_uri": f"{POSTGRES_URL}?options=-csearch_path%3D{system}",
+    }
+
+
+def prod_env(emulator: Emulator, warehouse: dict[str, t.Any]) -> dict[str, str]:
+    """What a production runner sets: the `prod` environment, the system database, the tenant
+    (here the emulator), the warehouse (PG* variables) and the schemas of this test."""
+    schema = warehouse["schema"]
+    return {
+        **{
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("TAP_ACCESSGOV", "PG", "MELTANO"))
+        },
+        **tap_env(emulator),
+        **libpq_env(POSTGRES_URL),
+        "MELTANO_SEND_ANONYMOUS_USAGE_STATS": "false",
+        "MELTANO_ENVIRONMENT": "prod",
+        "MELTANO_DATABASE_URI": warehouse["database_uri"],
+        "TARGET_POSTGRES_DEFAULT_TARGET_SCHEMA": schema,
+        "DBT_POSTGRES_SOURCE_SCHEMA": schema,
+        "DBT_POSTGRES_SCHEMA": schema + "_models",
+        "ACCESSGOV_AS_OF": format_ns(as_of_instant(emulator.dataset)),
+    }
+
+
+def start_job(project: Path, env: dict[str, str], log: Path, *args: str) -> subprocess.Popen[bytes]:
+    """`meltano run accessgov` (or the given meltano command) in a copy, in a process group of
+    its own (so a test can kill it with its children, as a container's end does)."""
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            [str(BIN / "meltano"), *(args or ("run", "accessgov"))],
+            cwd=project,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def run_job(
+    project: Path, env: dict[str, str], *args: str, timeout: float = 600
+) -> tuple[int, str]:
+    log = project / f"run-{time.monotonic_ns()}.log"
+    process = start_job(project, env, log, *args)
+    returncode = process.wait(timeout=timeout)
+    output = log.read_text()
+    assert CREDENTIAL.client_secret not in output
+    return returncode, output
+
+
+def runs(warehouse: dict[str, t.Any]) -> list[tuple[str, str | None]]:
+    """Meltano's records of the job's runs, oldest first: state (RUNNING, SUCCESS, FAIL), error."""
+    return (
+        warehouse["connection"]
+        .execute(
+            f"SELECT state, payload::json->>'error' FROM \"{warehouse['system']}\".runs "
+            "WHERE job_name = %s ORDER BY started_at",
+            (JOB_STATE_ID,),
+        )
+        .fetchall()
+    )
+
+
+def wait_until_running(warehouse: dict[str, t.Any], process: subprocess.Popen[bytes]) -> None:
+    """Until the run's record says RUNNING; fails if the run ends first or never starts."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "the first run ended before the test could overlap it"
+        table = (
+            warehouse["connection"]
+            .execute("SELECT to_regclass(%s)", (f'"{warehouse["system"]}".runs',))
+            .fetchone()[0]
+        )
+        if table and [r for r in runs(warehouse) if r[0] == "RUNNING"]:
+            return
+        time.sleep(0.2)
+    raise AssertionError("the first run never started")
+
+
+def models_query(warehouse: dict[str, t.Any]) -> t.Callable[[str], list[tuple]]:
+    def query(sql: str) -> list[tuple]:
+        def epoch(column: str) -> str:
+            return f"(extract(epoch FROM {column}) * 1000000)::bigint"
+
+        return (
+            warehouse["connection"]
+            .execute(
+                sql.format(
+                    schema=warehouse["schema"] + "_models",
+                    granted_at=epoch("granted_at"),
+                    revoked_at=epoch("revoked_at"),
+                )
+            )
+            .fetchall()
+        )
+
+    return query
+
+
+def test_a_second_runner_with_a_fresh_project_continues_from_the_first_ones_state(
+    meltano_plugins: None, emulator: Emulator, warehouse, tmp_path: Path
+) -> None:
+    env = prod_env(emulator, warehouse)
+    ds = emulator.dataset
+    as_of = as_of_instant(ds)
+
+    returncode, output = run_job(fresh_copy(tmp_path / "runner-1"), env)
+    assert returncode == 0, output[-4000:]
+    compare(models_query(warehouse), truth(ds, as_of))
+    first_feed_pages = emulator.stats["api_requests_by_path"]["/api/v1/grants/feed"]
+
+    emulator.add_events(count=150)
+    emulator.reset_stats()
+    (before_second_run,) = (
+        warehouse["connection"].execute("SELECT txid_current() % 4294967296").fetchone()
+    )
+    second = fresh_copy(tmp_path / "runner-2")
+    returncode, output = run_job(second, env)
+    assert returncode == 0, output[-4000:]
+    assert not (second / ".meltano" / "meltano.db").exists()
+    # Incremental: only the pages after the first run's bookmark, and only the new events
+    # (plus those at the bookmark instant, which `after` re-reads) written to the table.
+    assert emulator.stats["api_requests_by_path"]["/api/v1/grants/feed"] <= 3 < first_feed_pages
+    (written,) = (
+        warehouse["connection"]
+        .execute(
+            f'SELECT count(*) FROM "{warehouse["schema"]}".grant_feed '
+            f"WHERE xmin::text::bigint > {before_second_run}"
+        )
+        .fetchone()
+    )
+    assert 150 <= written <= 155
+    compare(models_query(warehouse), truth(ds, as_of))
+    assert runs(warehouse) == [("SUCCESS", None), ("SUCCESS", None)]
+
+    # The README's two operations, from yet another copy: the state, and a backfill from a date.
+    third = fresh_copy(tmp_path / "runner-3")
+    latest = max((e["feed"]["date"] for e in ds.feed_entries()), key=ns)
+    returncode, output = run_job(third, env, "state", "get", JOB_STATE_ID)
+    assert returncode == 0, output[-4000:]
+    state = json.loads(output.strip().splitlines()[-1])
+    assert ns(state["singer_state"]["bookmarks"]["grant_feed"]["replication_key_value"]) == ns(
+        latest
+    )
+
+    since = sorted((e["feed"]["date"] for e in ds.feed_entries()), key=ns)[ds.total // 2]
+    emulator.reset_stats()
+    returncode, output = run_job(
+        third, env | {"TAP_ACCESSGOV_START_DATE": since}, "run", "--full-refresh", "accessgov"
+    )
+    assert returncode == 0, output[-4000:]
+    since_then = sum(ns(e["feed"]["date"]) >= ns(since) for e in ds.feed_entries())
+    assert since_then < ds.total
+    assert f"grant_feed: {since_then:,} records in" in output  # the tap's count of the run
+    compare(models_query(warehouse), truth(ds, as_of))
+    returncode, output = run_job(third, env, "state", "get", JOB_STATE_ID)
+    state = json.loads(output.strip().splitlines()[-1])
+    assert ns(state["singer_state"]["bookmarks"]["grant_feed"]["replication_key_value"]) == ns(
+        latest
+    )
+
+
+REFUSED = f"Another '{JOB_STATE_ID}' pipeline is already running"
+
+
+def test_a_run_that_overlaps_a_running_one_is_refused_and_the_first_completes(
+    meltano_plugins: None, emulator: Emulator, warehouse, tmp_path: Path
+) -> None:
+    env = prod_env(emulator, warehouse)
+    emulator.latency = 1.0  # the first run reads for a while (lifted once the second is refused)
+    first_log = tmp_path / "first.log"
+    first = start_job(fresh_copy(tmp_path / "runner-1"), env, first_log)
+    try:
+        wait_until_running(warehouse, first)
+        returncode, output = run_job(fresh_copy(tmp_path / "runner-2"), env)
+        assert first.poll() is None, "the overlap must be tested while the first run runs"
+        emulator.latency = 0
+        assert first.wait(timeout=600) == 0, first_log.read_text()[-4000:]
+    finally:
+        if first.poll() is None:
+            os.killpg(first.pid, signal.SIGKILL)
+    assert returncode == 1
+    assert REFUSED in output
+    # The refused run left no record and touched nothing: one run, complete, models right.
+    assert runs(warehouse) == [("SUCCESS", None)]
+    compare(models_query(warehouse), truth(emulator.dataset, as_of_instant(emulator.dataset)))
+
+
+def test_a_killed_run_blocks_the_next_for_five_minutes_after_its_last_heartbeat(
+    meltano_plugins: None, emulator: Emulator, warehouse, tmp_path: Path
+) -> None:
+    """Meltano 4.4.1 writes a heartbeat into the run's record every second and takes a RUNNING
+    record whose heartbeat is 5 minutes old (HEARTBEAT_VALID_MINUTES, not a setting) for a dead
+    run. The test does not wait those minutes: it moves the killed run's last heartbeat back,
+    the one thing Meltano compares with the clock."""
+    env = prod_env(emulator, warehouse)
+    emulator.latency = 0.5
+    killed = start_job(fresh_copy(tmp_path / "runner-1"), env, tmp_path / "killed.log")
+    wait_until_running(warehouse, killed)
+    time.sleep(2)  # the tap is reading
+    os.killpg(killed.pid, signal.SIGKILL)  # the container is gone: meltano, tap and target
+    killed.wait(timeout=60)
+    emulator.latency = 0
+    assert runs(warehouse) == [("RUNNING", None)]
+
+    def heartbeat_age(age: str) -> None:
+        warehouse["connection"].execute(
+            f'UPDATE "{warehouse["system"]}".runs '
+            f"SET last_heartbeat_at = (now() AT TIME ZONE 'UTC') - interval '{age}' "
+            "WHERE job_name = %s AND state = 'RUNNING'",
+            (JOB_STATE_ID,),
+        )
+
+    second = fresh_copy(tmp_path / "runner-2")
+    returncode, output = run_job(second, env)  # at once
+    assert returncode == 1
+    assert REFUSED in output
+    assert "Wait until" in output
+    heartbeat_age("4 minutes 30 seconds")
+    returncode, output = run_job(second, env)
+    assert returncode == 1
+    assert REFUSED in output
+    heartbeat_age("5 minutes 1 second")
+    returncode, output = run_job(second, env)
+    assert returncode == 0, output[-4000:]
+    assert runs(warehouse) == [
+        (
+            "FAIL",
+            "No heartbeat recorded for 5 minutes. The process was likely killed unceremoniously.",
+        ),
+        ("SUCCESS", None),
+    ]
+    # Whatever state the killed run left, the next one completes the history: nothing lost.
+    compare(models_query(warehouse), truth(emulator.dataset, as_of_instant(emulator.dataset)))
+
+
+def test_dagster_runs_the_job_on_its_schedule_with_retries(
+    meltano_plugins: None, emulator: Emulator, warehouse, tmp_path: Path
+) -> None:
+    """The shipped Dagster definitions, in the `dagster` orchestrator plugin's own virtualenv:
+    the schedule is meltano.yml's, and `meltano invoke dagster:run` (Dagster's in-process
+    execution of that schedule's job) runs the job with the secret and the system database
+    from the environment, retrying an attempt that failed (the service refused the first
+    feed request)."""
+    project = fresh_copy(tmp_path / "runner")
+    (tmp_path / "dagster").mkdir()
+    (tmp_path / "dagster" / "dagster.yaml").write_text("")
+    env = prod_env(emulator, warehouse) | {
+        "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",  # `meltano`, as in a runner's image
+        "DAGSTER_HOME": str(tmp_path / "dagster"),
+        "ACCESSGOV_RETRY_DELAY_SECONDS": "1",
+    }
+    python = project / ".meltano" / "orchestrators" / "dagster" / "venv" / "bin" / "python"
+    schedule = subprocess.run(
+        [
+            str(python),
+            "-c",
+            "import datetime, dagster as dg; from definitions import defs\n"
+            "s = defs.resolve_schedule_def('accessgov_nightly')\n"
+            "at = datetime.datetime(2026, 1, 2, tzinfo=datetime.UTC)\n"
+            "with dg.build_schedule_context(scheduled_execution_time=at) as context:\n"
+            "    requests = s.evaluate_tick(context).run_requests\n"
+            "print(s.cron_schedule, s.execution_timezone, s.job_name, len(requests))",
+        ],
+        cwd=project / "orchestrate",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert schedule.stdout.split() == ["@daily", "UTC", "accessgov", "1"]
+
+    emulator.faults.add(kind="403", path="/api/v1/grants/feed", times=1)
+    returncode, output = run_job(project, env, "invoke", "dagster:run", timeout=900)
+    assert returncode == 0, output[-6000:]
+    stored = [p.read_bytes() for p in (tmp_path / "dagster").rglob("*") if p.is_file()]
+    assert stored
+    assert not [b for b in stored if CREDENTIAL.client_secret.encode() in b]  # EnvVar: not kept
+    for event in ("STEP_UP_FOR_RETRY", "STEP_RESTARTED", "STEP_SUCCESS", "RUN_SUCCESS"):
+        assert f" - {event} - " in output, event
+    failed, succeeded = runs(warehouse)
+    assert failed[0] == "FAIL"
+    assert succeeded == ("SUCCESS", None)
+    compare(models_query(warehouse), truth(emulator.dataset, as_of_instant(emulator.dataset)))
+
+
+def test_meltano_creates_its_tables_in_an_empty_schema_but_not_the_schema(
+    postgres, tmp_path: Path
+) -> None:
+    """What "created on first use" means (README Production): Meltano migrates an empty schema
+    on its first command, and answers a schema that does not exist with a misleading error
+    (the README's troubleshooting row quotes it)."""
+    connection, schema = postgres
+    project = tmp_path / "project"
+    project.mkdir()
+    shutil.copy(ROOT / "meltano.yml", project)
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("MELTANO")},
+        "MELTANO_SEND_ANONYMOUS_USAGE_STATS": "false",
+        "MELTANO_DATABASE_URI": f"{POSTGRES_URL}?options=-csearch_path%3D{schema}",
+    }
+    returncode, output = run_job(project, env, "state", "list")
+    assert returncode == 1
+    assert "MigrationError: Cannot upgrade the system database. It might be corrupted" in output
+    connection.execute(f'CREATE SCHEMA "{schema}"')
+    returncode, output = run_job(project, env, "state", "list")
+    assert returncode == 0, output[-4000:]
+    tables = connection.execute(
+        "SELECT tablename FROM pg_tables WHERE schemaname = %s", (schema,)
+    ).fetchall()
+    assert {"alembic_version", "runs", "state"} <= {name for (name,) in tables}
+
+
+def test_meltano_creates_its_tables_in_an_empty_database(postgres, tmp_path: Path) -> None:
+    """The other form the README gives: a database of its own (tables in its public schema)."""
+    import psycopg
+
+    connection, schema = postgres
+    project = tmp_path / "project"
+    project.mkdir()
+    shutil.copy(ROOT / "meltano.yml", project)
+    base, _, _ = POSTGRES_URL.rpartition("/")
+    connection.execute(f'CREATE DATABASE "{schema}"')
+    try:
+        env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("MELTANO")},
+            "MELTANO_SEND_ANONYMOUS_USAGE_STATS": "false",
+            "MELTANO_DATABASE_URI": f"{base}/{schema}",
+        }
+        returncode, output = run_job(project, env, "state", "list")
+        assert returncode == 0, output[-4000:]
+        url = f"{base}/{schema}".replace("postgresql+psycopg://", "postgresql://")
+        with psycopg.connect(url) as database:
+            tables = database.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
+            ).fetchall()
+        assert {"alembic_version", "runs", "state"} <= {name for (name,) in tables}
+    finally:
+        connection.execute(f'DROP DATABASE IF EXISTS "{schema}" WITH (FORCE)')
