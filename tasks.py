@@ -5,8 +5,12 @@
     python3 tasks.py test   # lint, type-check and run the whole test suite
     python3 tasks.py benchmark  # the side-by-side performance figures of the README
 
-Each creates ``.venv`` and installs the project into it first (only when pyproject.toml
-changed since the last install), so nothing else needs to be set up by hand.
+Each creates ``.venv`` and installs the project into it first (only when pyproject.toml or
+the lock file changed since the last install), so nothing else needs to be set up by hand.
+What is installed is ``requirements/dev.txt``: every package at the exact version CI tested,
+checked against its recorded hashes, so a fresh clone next year installs what CI ran.
+
+    python3 tasks.py lock   # re-resolve requirements/dev.txt after changing pyproject.toml
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 STAMP = VENV / ".installed"
+LOCK = ROOT / "requirements" / "dev.txt"
 
 
 def run(*args: str | Path) -> None:
@@ -30,21 +35,67 @@ def run(*args: str | Path) -> None:
 
 
 def bootstrap() -> None:
-    """Create .venv and install the project with its dev extras when pyproject.toml changed."""
-    digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    """Create .venv and install the locked dev requirements, then the project itself, when
+    pyproject.toml or the lock file changed.
+
+    The lock lists every package with its hashes, so nothing is resolved and the install is
+    the same on every machine and every day. uv (itself locked: Meltano installs plugins
+    with it) installs them: pip took about as long from the lock as from version ranges.
+    """
+    digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes() + LOCK.read_bytes()).hexdigest()
     if STAMP.exists() and STAMP.read_text() == digest:
         return
     if not (BIN / "python").exists():
         venv.EnvBuilder(with_pip=True).create(VENV)
-    run(BIN / "python", "-m", "pip", "install", "--quiet", "--upgrade", "pip")
-    run(BIN / "python", "-m", "pip", "install", "--quiet", "-e", ".[dev]")
+    uv_lock = VENV / "uv-requirement.txt"
+    uv_lock.write_text(locked("uv"))
+    run(BIN / "python", "-m", "pip", "install", "--quiet", "--require-hashes", "-r", uv_lock)
+    install = (BIN / "uv", "pip", "install", "--quiet", "--python", BIN / "python", "--no-deps")
+    run(*install, "--require-hashes", "-r", LOCK)
+    run(*install, "-e", ".")
     STAMP.write_text(digest)
+
+
+def locked(package: str) -> str:
+    """One package's entry of the lock file: its ``name==version`` line and its hashes."""
+    entry: list[str] = []
+    for line in LOCK.read_text().splitlines():
+        if line.startswith(f"{package}=="):
+            entry = [line]
+        elif entry and line.lstrip().startswith("--hash"):
+            entry.append(line)
+        elif entry:
+            break
+    if not entry:
+        sys.exit(f"{LOCK.relative_to(ROOT)} has no entry for {package}: run python3 tasks.py lock")
+    return "\n".join(entry) + "\n"
+
+
+def lock(extra: list[str]) -> None:
+    """Re-resolve requirements/dev.txt from pyproject.toml (for every platform and Python the
+    project supports), with uv, which the dev requirements already install (Meltano uses it)."""
+    run(
+        BIN / "uv",
+        "pip",
+        "compile",
+        "pyproject.toml",
+        "--extra",
+        "dev",
+        "--universal",
+        "--generate-hashes",
+        "--python-version",
+        "3.11",
+        "--no-header",
+        "-o",
+        LOCK,
+        *extra,
+    )
 
 
 def test(extra: list[str]) -> None:
     run(BIN / "ruff", "check", ".")
     run(BIN / "ruff", "format", "--check", ".")
-    run(BIN / "mypy", "tap_accessgov")
+    run(BIN / "mypy")  # what ships: the package, the emulator, scripts/ and this file
     run(BIN / "python", "-m", "pytest", *extra)
 
 
@@ -56,7 +107,7 @@ def benchmark(extra: list[str]) -> None:
     run(BIN / "python", "scripts/benchmark.py", *extra)
 
 
-COMMANDS = {"test": test, "demo": demo, "benchmark": benchmark}
+COMMANDS = {"test": test, "demo": demo, "benchmark": benchmark, "lock": lock}
 
 if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in COMMANDS:

@@ -22,6 +22,12 @@ import pytest
 
 from emulator import Dataset, Emulator, make_credential
 from tap_accessgov.tap import TapAccessGov
+from tests.groups import (  # the groups' hooks, registered here
+    pytest_collection_modifyitems,  # noqa: F401
+    pytest_configure,  # noqa: F401
+    pytest_runtest_setup,  # noqa: F401
+    require_group,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 POSTGRES_URL = os.environ.get(
@@ -93,6 +99,7 @@ def meltano_plugins() -> None:
 
 def meltano(*args: str, env: dict[str, str], timeout: float = 900) -> None:
     """Run meltano in the project as a user would; it must succeed and never show the secret."""
+    require_group("e2e")
     result = subprocess.run(
         [str(BIN / "meltano"), *args],
         cwd=ROOT,
@@ -222,6 +229,7 @@ def run_cli(
     *args: str, timeout: float = 120, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """The real console script, as a user or Meltano runs it."""
+    require_group("cli", "e2e")
     return subprocess.run(
         [str(BIN_TAP), *args],
         capture_output=True,

@@ -83,6 +83,7 @@ def test_wrong_secret_fails_clearly_without_the_secret(emulator: Emulator) -> No
 
 
 @pytest.mark.parametrize("method", ["client_assertion", "client_secret"])
+@pytest.mark.cli
 def test_wrong_secret_on_the_command_line(emulator: Emulator, tmp_path, method: str) -> None:
     other = make_credential(seed=99, tenant="acme.accessgov.test")
     config = {**tap_config(emulator), "client_secret": other.client_secret, "auth_method": method}
@@ -149,6 +150,7 @@ def test_a_401_after_a_successful_renewal_may_be_retried_again(emulator: Emulato
     assert emulator.stats["faults_by_kind"] == {"401": 2}
 
 
+@pytest.mark.cli
 def test_connection_test_passes_with_the_credential_and_fails_in_one_line_without(
     emulator: Emulator, tmp_path: Path
 ) -> None:
@@ -167,6 +169,7 @@ def test_connection_test_passes_with_the_credential_and_fails_in_one_line_withou
     assert "Traceback" not in failed.stderr
 
 
+@pytest.mark.cli
 def test_an_unreachable_token_endpoint_ends_the_run_without_every_thread_retrying(
     emulator: Emulator, tmp_path: Path
 ) -> None:

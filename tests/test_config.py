@@ -66,6 +66,7 @@ CASES = [
 
 
 @pytest.mark.parametrize(("overrides", "expected"), CASES, ids=[c[1][:40] for c in CASES])
+@pytest.mark.cli
 def test_bad_setting_fails_with_one_clear_line(tmp_path, overrides: dict, expected: str) -> None:
     config = {k: v for k, v in {**GOOD, **overrides}.items() if v is not None}
     result = run_cli("--config", config_file(config, tmp_path))
@@ -80,6 +81,7 @@ def test_bad_setting_fails_with_one_clear_line(tmp_path, overrides: dict, expect
 
 
 @pytest.mark.parametrize(("overrides", "expected"), [CASES[0], CASES[2], CASES[-1]])
+@pytest.mark.cli
 def test_connection_test_reports_bad_settings_the_same_way(
     tmp_path, overrides: dict, expected: str
 ) -> None:
@@ -92,6 +94,7 @@ def test_connection_test_reports_bad_settings_the_same_way(
     assert SECRET_KEY_PART not in result.stdout + result.stderr
 
 
+@pytest.mark.cli
 def test_discovery_needs_no_valid_config(tmp_path) -> None:
     """Meltano discovers before it syncs; a bad client id is reported by the sync, not here."""
     config = {"client_id": "no-at-sign/tap", "client_secret": "x"}  # no api_url to fall back on
@@ -134,6 +137,7 @@ def test_default_api_url_comes_from_the_client_id() -> None:
     assert tap.config["auth_method"] == "client_assertion"
 
 
+@pytest.mark.cli
 def test_about_documents_every_setting_and_marks_the_secret() -> None:
     result = run_cli("--about", "--format", "json")
     about = json.loads(result.stdout)
@@ -169,6 +173,7 @@ INPUT_FILE_CASES = {
 
 
 @pytest.mark.parametrize("case", INPUT_FILE_CASES)
+@pytest.mark.cli
 def test_an_unreadable_config_or_state_file_fails_in_one_line(tmp_path, case: str) -> None:
     kind, content, expected = INPUT_FILE_CASES[case]
     path = tmp_path / f"{kind}.json"
@@ -196,6 +201,7 @@ def test_an_unknown_setting_is_a_warning_naming_the_closest_known_one(
     ]
 
 
+@pytest.mark.cli
 def test_no_setting_of_the_full_config_schema_warns(caplog: pytest.LogCaptureFixture) -> None:
     """Settings the SDK understands (stream maps, flattening, batch, faker) are known too."""
     about = json.loads(run_cli("--about", "--format", "json").stdout)
@@ -211,6 +217,7 @@ def test_no_setting_of_the_full_config_schema_warns(caplog: pytest.LogCaptureFix
     assert not [r.getMessage() for r in caplog.records if "setting" in r.getMessage()]
 
 
+@pytest.mark.cli
 def test_a_passing_connection_test_says_so_without_errors(tmp_path) -> None:
     emulator = shared_emulator()
     result = run_cli("--config", config_file(tap_config(emulator), tmp_path), "--test")
@@ -224,6 +231,7 @@ def test_a_passing_connection_test_says_so_without_errors(tmp_path) -> None:
     )
 
 
+@pytest.mark.cli
 def test_an_unknown_setting_is_named_even_when_another_setting_is_invalid(tmp_path) -> None:
     """A typo often explains the error next to it: the warning comes before the error."""
     config = {**GOOD, "page_sise": 50, "page_size": 5}

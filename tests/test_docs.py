@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
 import yaml
 
 from emulator import Dataset, Emulator
@@ -15,6 +16,7 @@ from tap_accessgov.tap import TapAccessGov
 from tests.conftest import CREDENTIAL, ROOT, run_cli, sync
 
 
+@pytest.mark.cli
 def test_readme_settings_table_is_the_about_output() -> None:
     about = run_cli("--about", "--format", "markdown").stdout
     table = [line for line in about.split("## Settings", 1)[1].splitlines() if line.startswith("|")]

@@ -17,6 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.conftest import ROOT
@@ -24,6 +25,7 @@ from tests.conftest import ROOT
 BIN = Path(sys.executable).parent
 
 
+@pytest.mark.e2e
 def test_meltano_install_compiles_the_plugins_modules(tmp_path: Path) -> None:
     package = tmp_path / "probe"
     (package / "accessgov_probe").mkdir(parents=True)

@@ -66,6 +66,7 @@ def found_in(text: str, values: t.Iterable[str]) -> set[str]:
 
 
 @pytest.mark.parametrize("level", ["INFO", "DEBUG"])
+@pytest.mark.cli
 def test_no_personal_value_in_the_logs(emulator: Emulator, tmp_path: Path, level: str) -> None:
     config = {**tap_config(emulator), "max_concurrency": 4}
     env = {**os.environ, "TAP_ACCESSGOV_LOGLEVEL": level}

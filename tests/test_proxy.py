@@ -12,6 +12,8 @@ import urllib.parse
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from emulator import Dataset, Emulator
 from tests.conftest import CREDENTIAL, SMALL_DATASET, config_file, parse_singer, run_cli, tap_config
 
@@ -70,6 +72,7 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
         pass
 
 
+@pytest.mark.cli
 def test_the_environment_proxy_carries_every_api_call_and_no_proxy_bypasses_it(
     tmp_path: Path,
 ) -> None:

@@ -195,6 +195,7 @@ def test_a_run_with_15_percent_faults_delivers_exactly_the_clean_run(
     assert duplicates == 0
 
 
+@pytest.mark.cli
 def test_killed_run_resumes_from_the_last_state_with_every_event_at_least_once(
     emulator: Emulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -267,6 +268,7 @@ def run_at_debug(config: dict[str, t.Any], tmp_path: Path) -> subprocess.Complet
     return run_cli("--config", config_file(config, tmp_path), env=debug)
 
 
+@pytest.mark.cli
 def test_no_secret_or_token_in_any_output_at_debug(emulator: Emulator, tmp_path: Path) -> None:
     config = tap_config(emulator)
     emulator.faults.add(kind="401", path=FEED, times=1)  # forces a second token mid-run
@@ -283,6 +285,7 @@ def test_no_secret_or_token_in_any_output_at_debug(emulator: Emulator, tmp_path:
         assert needle not in output
 
 
+@pytest.mark.cli
 def test_no_secret_in_an_authentication_failure_at_debug(
     emulator: Emulator, tmp_path: Path
 ) -> None:
@@ -295,6 +298,7 @@ def test_no_secret_in_an_authentication_failure_at_debug(
     assert key not in result.stdout + result.stderr
 
 
+@pytest.mark.cli
 def test_tls_is_verified_on_every_call_and_a_named_ca_bundle_is_trusted(tmp_path: Path) -> None:
     """Against an https emulator with a self-signed certificate: refused unless the user
     trusts it through REQUESTS_CA_BUNDLE, and then every call (token and API) succeeds."""
@@ -321,6 +325,7 @@ def test_tls_is_verified_on_every_call_and_a_named_ca_bundle_is_trusted(tmp_path
 
 
 @pytest.mark.parametrize("reader", ["head -c 1000", "false"])
+@pytest.mark.cli
 def test_a_loader_that_stops_reading_ends_the_run_in_one_line(
     emulator: Emulator, tmp_path: Path, reader: str
 ) -> None:
@@ -352,6 +357,7 @@ def test_a_loader_that_stops_reading_ends_the_run_in_one_line(
     assert emulator.stats["api_requests"] == requests_made, "no fetch goes on after the exit"
 
 
+@pytest.mark.cli
 def test_every_successful_run_ends_with_the_whole_state(emulator: Emulator, tmp_path: Path) -> None:
     """Also a run with nothing new, which the SDK would end on a RECORD (its last STATE
     came before the re-read records): a target that echoes the last STATE it saw needs it."""
