@@ -86,6 +86,7 @@ def lock(extra: list[str]) -> None:
         "--python-version",
         "3.11",
         "--no-header",
+        "--quiet",
         "-o",
         LOCK,
         *extra,

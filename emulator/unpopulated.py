@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 # The zero value of each field of the objects the emulator sends that may be unset.
-USER = {
+USER: dict[str, Any] = {
     "createdAt": None,
     "updatedAt": None,
     "deletedAt": None,
@@ -48,7 +48,7 @@ USER = {
 }
 FEED = {"ticketId": ""}
 FEED_ENTRY = {"appPath": "", "appUserPath": "", "entitlementPath": "", "ticketPath": ""}
-ZERO_VALUES = (None, "", False, 0, "0", [], {})
+ZERO_VALUES: tuple[Any, ...] = (None, "", False, 0, "0", [], {})
 
 
 def filled(obj: dict[str, Any], zeros: dict[str, Any]) -> dict[str, Any]:

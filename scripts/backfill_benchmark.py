@@ -144,7 +144,8 @@ def backfill(args: argparse.Namespace, workdir: Path, report: t.Callable[[str], 
                 f"skewed events, 100 ms per request, {args.rounds} rounds alternating"
             )
             database = bench.Warehouse()
-            shipped_times, sequential_times = [], []
+            shipped_times: list[float] = []
+            sequential_times: list[float] = []
             try:
                 for n in range(args.rounds):
                     for name, times, extra in (

@@ -310,6 +310,7 @@ def test_no_worker_thread_outlives_a_sync(skewed: Emulator) -> None:
     assert not [thread for thread in workers if thread.is_alive()]
 
 
+@pytest.mark.cli
 def test_sigkill_mid_backfill_then_resume_rereads_only_windows_in_flight(tmp_path: Path) -> None:
     """The command line killed with SIGKILL after a few windows completed; a rerun from the
     last STATE it wrote reads nothing that state calls complete, and the two runs together
