@@ -743,7 +743,7 @@ def main() -> None:
         help="models section: new events of the nightly load after the largest (0 = none)",
     )
     parser.add_argument(
-        "--backfill-events", type=int, default=20_000, help="grant events of the backfill section"
+        "--backfill-events", type=int, default=50_000, help="grant events of the backfill section"
     )
     parser.add_argument(
         "--no-backfill-e2e",
