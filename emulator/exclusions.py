@@ -44,7 +44,7 @@ def list_automation_exclusions(
             raise bad_request(f'query parameter "{name}" given more than once')
         params[name] = values[0]
     index = ds.entitlement_index(app_id, entitlement_id)
-    if index is None:
+    if index is None or not ds.entitlement_exists(*index):
         raise ApiError(404, NOT_FOUND, "app entitlement not found")
     size_text = params.get("page_size", "") or "0"
     if not size_text.lstrip("-").isdigit():
