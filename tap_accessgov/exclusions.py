@@ -15,6 +15,7 @@ from tap_accessgov.excluded_users import ExcludedUsers, PartitionKey
 from tap_accessgov.paging import RepeatedPageTokenError, page_body
 from tap_accessgov.prefetch import PartitionPrefetcher
 from tap_accessgov.progress import DryRunLimit, ProgressReportingStream
+from tap_accessgov.snapshots import SnapshotStream
 
 if t.TYPE_CHECKING:
     import requests
@@ -183,7 +184,7 @@ def partition_key(context: Context | dict[str, t.Any]) -> PartitionKey:
     return (context["appId"], context["appEntitlementId"])
 
 
-class UsersStream(ProgressReportingStream):
+class UsersStream(ProgressReportingStream, SnapshotStream):
     """Users found in automation exclusions, one record per user id per run.
 
     A top-level stream synced after ``automation_exclusions``: it emits the users that stream
@@ -234,4 +235,4 @@ class UsersStream(ProgressReportingStream):
                     ", ".join(sorted(new)),
                 )
             row = {key: value for key, value in row.items() if key in self._known_fields}
-        return row
+        return super().post_process(row, context)

@@ -21,6 +21,7 @@ from tap_accessgov.credentials import ClientId, RedactedStr, parse_client_id, pa
 from tap_accessgov.exclusions import AutomationExclusionsStream, UsersStream
 from tap_accessgov.grant_feed import GrantFeedStream
 from tap_accessgov.output import OutputWriter
+from tap_accessgov.snapshots import FullTableSnapshotsStream, SnapshotStream
 
 if t.TYPE_CHECKING:
     from singer_sdk.streams import Stream
@@ -161,15 +162,30 @@ class TapAccessGov(Tap):
             token_url=f"{self.api_url}/auth/v1/token",
         )
 
+    @property
+    @override
+    def streams(self) -> dict[str, Stream]:
+        """The SDK's streams in its order (by name, ``load_streams`` is final), except that
+        ``full_table_snapshots`` comes last: ``sync_all`` syncs them in this order."""
+        return dict(
+            sorted(
+                super().streams.items(),
+                key=lambda item: isinstance(item[1], FullTableSnapshotsStream),
+            )
+        )
+
     @override
     def discover_streams(self) -> list[Stream]:
-        """In sync order: ``users`` after ``automation_exclusions``, whose users it emits."""
+        """In sync order: ``users`` after ``automation_exclusions``, whose users it emits, and
+        ``full_table_snapshots`` last, when every full-table stream before it is complete."""
         exclusions = AutomationExclusionsStream(self, connection=self)
-        return [
+        streams: list[Stream] = [
             GrantFeedStream(self, connection=self),
             exclusions,
             UsersStream(self, exclusions=exclusions),
         ]
+        snapshot_streams = [s for s in streams if isinstance(s, SnapshotStream)]
+        return [*streams, FullTableSnapshotsStream(self, snapshot_streams=snapshot_streams)]
 
 
 # The streams' classes, for what needs their names without a tap (``--test``'s success line).

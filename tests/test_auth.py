@@ -30,7 +30,12 @@ def test_each_method_gets_exactly_one_token_per_run(emulator: Emulator, method: 
     assert stats["token_requests"] == 1
     assert stats["unauthorized"] == 0
     assert len(result.records["grant_feed"]) == len(emulator.dataset.feed_entries())
-    assert set(result.records) == {"grant_feed", "automation_exclusions", "users"}
+    assert set(result.records) == {
+        "grant_feed",
+        "automation_exclusions",
+        "users",
+        "full_table_snapshots",
+    }
 
 
 def test_token_is_renewed_before_it_expires(emulator: Emulator) -> None:
@@ -150,7 +155,7 @@ def test_connection_test_passes_with_the_credential_and_fails_in_one_line_withou
         "grant_feed",
         "automation_exclusions",
         "users",
-    }
+    }, "--test reads one record a stream: it completes no full-table snapshot"
     other = make_credential(seed=99, tenant="acme.accessgov.test")
     config = {**tap_config(emulator), "client_secret": other.client_secret}
     failed = run_cli("--config", config_file(config, tmp_path), "--test")
