@@ -1,5 +1,6 @@
--- One row per user (full-table stream: JSONL repeats every user every run; the most
--- recently updated copy wins).
+-- One row per user of the service's current exclusion entries: the latest complete snapshot
+-- of the full-table stream (see macros/snapshots.sql); the most recently updated copy wins
+-- should a snapshot hold a user twice.
 with ranked as (
     select
         "id" as user_id,
@@ -12,7 +13,7 @@ with ranked as (
             partition by "id"
             order by {{ timestamp_tz('"updatedAt"') }} desc nulls last
         ) as copy_rank
-    from {{ source('accessgov', 'users') }}
+    from ({{ latest_complete_snapshot('users') }}) as users
 )
 
 select user_id, display_name, email, status, directory_status, updated_at
