@@ -17,6 +17,8 @@ In one run, alternating the two sides of each comparison and reporting medians:
    it (only the emulator's URL, the secret and ``select: grant_feed`` come from the
    environment), at 50,000 and 500,000 events: medians, ratio, rows loaded and the peak RSS
    of the tap and of the target. ``--candidates`` compares loader settings side by side.
+6. full-table snapshots (``--only snapshots``, scripts/benchmark_snapshots.py): the shipped
+   snapshot markers against ACTIVATE_VERSION with the ``_sdc_*`` metadata it needs.
 
 Peak RSS under Meltano: Meltano starts the tap and the target as its own children, so
 ``os.wait4`` on Meltano would report only the largest process of the tree. A thread polls
@@ -585,7 +587,7 @@ def tap_sections(args: argparse.Namespace, workdir: Path, report: t.Callable[[st
             emulator.stop()
 
 
-SECTIONS = ("feed", "rss", "exclusions", "e2e")
+SECTIONS = ("feed", "rss", "exclusions", "e2e", "snapshots")
 
 
 def main() -> None:
@@ -637,6 +639,10 @@ def main() -> None:
             tap_sections(args, workdir, report)
         if "e2e" in args.only:
             end_to_end(args, workdir, report)
+        if "snapshots" in args.only:
+            from benchmark_snapshots import full_table_snapshots
+
+            full_table_snapshots(args, workdir, report)
 
     print("\nSummary (paste into the README):\n```\n" + "\n".join(lines) + "\n```")
 
