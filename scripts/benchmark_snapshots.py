@@ -87,6 +87,10 @@ def load(
     return elapsed
 
 
+def spread(times: list[float]) -> str:
+    return f"{min(times):.1f}-{max(times):.1f} s"
+
+
 def full_table_snapshots(
     args: argparse.Namespace, workdir: Path, report: t.Callable[[str], None]
 ) -> None:
@@ -124,9 +128,11 @@ def full_table_snapshots(
             again = statistics.median(second[name])
             counts = ", ".join(f"{table} {n:,}" for table, n in rows[name].items())
             report(
-                f"  {name:<34} first run {statistics.median(first[name]):6.2f} s, "
-                f"next run {again:6.2f} s ({again / base:.2f}x)  rows after two runs: {counts}"
+                f"  {name:<34} first run {statistics.median(first[name]):6.2f} s "
+                f"({spread(first[name])}), next run {again:6.2f} s ({spread(second[name])}; "
+                f"{again / base:.2f}x)"
             )
+            report(f"  {'':<34} rows after two runs: {counts}")
     finally:
         warehouse.close()
         emulator.stop()

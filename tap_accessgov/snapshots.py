@@ -59,7 +59,10 @@ def snapshot_instant(tap: Tap) -> str:
 
 class SnapshotStream(Stream):
     """A stream that, when it is full-table (no replication key), stamps every record with the
-    run's ``snapshotAt`` and has it in its schema and primary key."""
+    run's ``snapshotAt`` and has it in its schema and primary key.
+
+    The stamp is put on in ``post_process`` (the SDK's per-record hook): a stream that
+    overrides it returns ``super().post_process(row, context)``."""
 
     def __init__(self, tap: Tap, *args: t.Any, **kwargs: t.Any) -> None:
         super().__init__(tap, *args, **kwargs)
