@@ -115,13 +115,13 @@ def base_env(emulator: Emulator, tmp_path: Path, as_of: int) -> dict[str, str]:
     }
 
 
-def test_models_on_duckdb_equal_the_emulators_truth(
-    meltano_plugins: None, emulator: Emulator, tmp_path: Path
-) -> None:
+def duckdb_models(
+    emulator: Emulator, tmp_path: Path, as_of: int
+) -> tuple[dict[str, str], t.Callable[[str], list[tuple]]]:
+    """Meltano's environment for target-jsonl and dbt-duckdb in ``tmp_path``, and a query on
+    the built models (``{schema}``, ``{granted_at}``, ``{revoked_at}`` filled in)."""
     import duckdb
 
-    ds = emulator.dataset
-    as_of = as_of_instant(ds)
     database = tmp_path / "models.duckdb"
     env = base_env(emulator, tmp_path, as_of) | {
         "TARGET_JSONL_DESTINATION_PATH": str(tmp_path / "jsonl"),
@@ -142,24 +142,14 @@ def test_models_on_duckdb_equal_the_emulators_truth(
                 )
             ).fetchall()
 
-    meltano("run", "tap-accessgov", "target-jsonl", "dbt-duckdb:build", env=env)
-    compare(query, truth(ds, as_of))
-
-    emulator.add_events(count=NEW_EVENTS)
-    meltano("run", "tap-accessgov", "target-jsonl", "dbt-duckdb:build", env=env)
-    # JSONL appended the bookmark instant's events again and every exclusion and user: the
-    # models must not count them twice.
-    lines = (tmp_path / "jsonl" / "grant_feed.jsonl").read_text().count("\n")
-    assert lines > ds.total
-    compare(query, truth(ds, as_of))
+    return env, query
 
 
-def test_models_on_postgres_equal_the_emulators_truth(
-    meltano_plugins: None, emulator: Emulator, postgres, tmp_path: Path
-) -> None:
-    connection, schema = postgres
-    ds = emulator.dataset
-    as_of = as_of_instant(ds)
+def postgres_models(
+    emulator: Emulator, tmp_path: Path, as_of: int, connection: t.Any, schema: str
+) -> tuple[dict[str, str], t.Callable[[str], list[tuple]]]:
+    """Meltano's environment for target-postgres into ``schema`` and dbt-postgres into
+    ``<schema>_models``, and a query on the built models."""
     env = (
         base_env(emulator, tmp_path, as_of)
         | libpq_env(POSTGRES_URL)
@@ -183,6 +173,36 @@ def test_models_on_postgres_equal_the_emulators_truth(
                 revoked_at=epoch("revoked_at"),
             )
         ).fetchall()
+
+    return env, query
+
+
+def test_models_on_duckdb_equal_the_emulators_truth(
+    meltano_plugins: None, emulator: Emulator, tmp_path: Path
+) -> None:
+    ds = emulator.dataset
+    as_of = as_of_instant(ds)
+    env, query = duckdb_models(emulator, tmp_path, as_of)
+
+    meltano("run", "tap-accessgov", "target-jsonl", "dbt-duckdb:build", env=env)
+    compare(query, truth(ds, as_of))
+
+    emulator.add_events(count=NEW_EVENTS)
+    meltano("run", "tap-accessgov", "target-jsonl", "dbt-duckdb:build", env=env)
+    # JSONL appended the bookmark instant's events again and every exclusion and user: the
+    # models must not count them twice.
+    lines = (tmp_path / "jsonl" / "grant_feed.jsonl").read_text().count("\n")
+    assert lines > ds.total
+    compare(query, truth(ds, as_of))
+
+
+def test_models_on_postgres_equal_the_emulators_truth(
+    meltano_plugins: None, emulator: Emulator, postgres, tmp_path: Path
+) -> None:
+    connection, schema = postgres
+    ds = emulator.dataset
+    as_of = as_of_instant(ds)
+    env, query = postgres_models(emulator, tmp_path, as_of, connection, schema)
 
     meltano("run", "accessgov", env=env)  # the shipped job: load, then build
     compare(query, truth(ds, as_of))

@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 
 from emulator import Dataset, Emulator
-from tests.conftest import BIN, CREDENTIAL, E2E_DATASET, POSTGRES_URL, ROOT, libpq_env, meltano
-from tests.test_models import as_of_instant, base_env, compare, truth
+from tests.conftest import BIN, CREDENTIAL, E2E_DATASET, ROOT, meltano
+from tests.test_models import as_of_instant, compare, duckdb_models, postgres_models, truth
 
 Query = t.Callable[[str], list[tuple]]
 
@@ -225,32 +225,16 @@ def test_removals_reach_the_duckdb_models_and_a_killed_run_changes_nothing(
 ) -> None:
     import duckdb
 
-    database = tmp_path / "models.duckdb"
-    jsonl = tmp_path / "jsonl"
-    jsonl.mkdir()
-    env = base_env(emulator, tmp_path, as_of_instant(emulator.dataset)) | {
-        "TARGET_JSONL_DESTINATION_PATH": str(jsonl),
-        "DBT_DUCKDB_JSONL_DIR": str(jsonl),
-        "DBT_DUCKDB_DATABASE_PATH": str(database),
-        "DBT_DUCKDB_SCHEMA": "access",
-    }
-
-    def query(sql: str) -> list[tuple]:
-        with duckdb.connect(str(database), read_only=True) as db:
-            return db.execute(
-                sql.format(
-                    schema="access",
-                    granted_at="epoch_us(granted_at)",
-                    revoked_at="epoch_us(revoked_at)",
-                )
-            ).fetchall()
+    env, query = duckdb_models(emulator, tmp_path, as_of_instant(emulator.dataset))
 
     def loaded_snapshots() -> int:
         with duckdb.connect() as db:
-            return db.execute(
+            found = db.execute(
                 "SELECT count(DISTINCT snapshotAt) FROM read_json(?, format='newline_delimited')",
-                [str(jsonl / "automation_exclusions.jsonl")],
-            ).fetchone()[0]
+                [str(tmp_path / "jsonl" / "automation_exclusions.jsonl")],
+            ).fetchone()
+        assert found is not None
+        return int(found[0])
 
     scenario(
         emulator,
@@ -266,33 +250,15 @@ def test_removals_reach_the_postgres_models_and_a_killed_run_changes_nothing(
     meltano_plugins: None, emulator: Emulator, postgres, tmp_path: Path
 ) -> None:
     connection, schema = postgres
-    env = (
-        base_env(emulator, tmp_path, as_of_instant(emulator.dataset))
-        | libpq_env(POSTGRES_URL)
-        | {
-            "TARGET_POSTGRES_SQLALCHEMY_URL": POSTGRES_URL,
-            "TARGET_POSTGRES_DEFAULT_TARGET_SCHEMA": schema,
-            "DBT_POSTGRES_SOURCE_SCHEMA": schema,
-            "DBT_POSTGRES_SCHEMA": schema + "_models",
-        }
-    )
-
-    def query(sql: str) -> list[tuple]:
-        def epoch(column: str) -> str:
-            return f"(extract(epoch FROM {column}) * 1000000)::bigint"
-
-        return connection.execute(
-            sql.format(
-                schema=schema + "_models",
-                granted_at=epoch("granted_at"),
-                revoked_at=epoch("revoked_at"),
-            )
-        ).fetchall()
+    as_of = as_of_instant(emulator.dataset)
+    env, query = postgres_models(emulator, tmp_path, as_of, connection, schema)
 
     def loaded_snapshots() -> int:
-        return connection.execute(
-            f'SELECT count(DISTINCT "snapshotAt") FROM "{schema}".automation_exclusions'
-        ).fetchone()[0]
+        return int(
+            connection.execute(
+                f'SELECT count(DISTINCT "snapshotAt") FROM "{schema}".automation_exclusions'
+            ).fetchone()[0]
+        )
 
     scenario(
         emulator,
