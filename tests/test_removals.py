@@ -139,7 +139,7 @@ def killed_run(emulator: Emulator, env: dict[str, str], *task: str) -> None:
     request, after the entitlements before it were delivered. The run must fail."""
     app_id, entitlement_id = emulator.dataset.exclusion_entitlements[6]
     path = f"/api/v1/apps/{app_id}/entitlements/{entitlement_id}/automation/exclusions"
-    emulator.faults.add(kind="slow", path=path, delay=20)
+    emulator.faults.add(kind="slow", path=path, delay=30)
     emulator.reset_stats()
     run = subprocess.Popen(
         [str(BIN / "meltano"), "run", *task],
@@ -155,7 +155,7 @@ def killed_run(emulator: Emulator, env: dict[str, str], *task: str) -> None:
             assert run.poll() is None, run.communicate()[0][-3000:]
             assert time.monotonic() < deadline, "the run never reached the hanging request"
             time.sleep(0.1)
-        time.sleep(2)  # the entitlements before it reach the loader
+        time.sleep(5)  # the tap writes the entitlements before it (fetched ahead already)
         taps = [p for p in descendants(run.pid) if "--catalog" in cmdline(p)]
         taps = [p for p in taps if "tap-accessgov" in cmdline(p)]
         assert taps, "the tap is running"
