@@ -36,6 +36,25 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--max-exclusions", type=int, default=300)
     p.add_argument("--end", default=None, help="RFC 3339 anchor of the data (default: this hour)")
     p.add_argument("--span-days", type=int, default=180, help="days covered by the initial feed")
+    p.add_argument(
+        "--distribution",
+        choices=("uniform", "skewed"),
+        default="uniform",
+        help="how the initial events' dates spread: evenly, or skewed like a real tenant's "
+        "(a sparse past, one dense burst, most events recent)",
+    )
+    p.add_argument(
+        "--max-in-flight",
+        type=int,
+        default=0,
+        help="answer /api/ requests beyond this many at once with 429 + Retry-After (0: no limit)",
+    )
+    p.add_argument(
+        "--throttle-retry-after",
+        type=int,
+        default=1,
+        help="the Retry-After seconds of those 429 answers",
+    )
     p.add_argument("--token-lifetime", type=int, default=600, help="access token seconds")
     p.add_argument("--latency", type=float, default=0.0, help="seconds added to /api/ answers")
     p.add_argument(
@@ -66,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         max_exclusions=args.max_exclusions,
         end=args.end,
         span_days=args.span_days,
+        distribution=args.distribution,
     )
     credential = make_credential(seed=args.credential_seed, tenant=args.tenant)
     emulator = Emulator(
@@ -75,6 +95,8 @@ def main(argv: list[str] | None = None) -> int:
         port=args.port,
         latency=args.latency,
         exclusions_ignore_page_token=args.exclusions_ignore_page_token,
+        max_in_flight=args.max_in_flight,
+        throttle_retry_after=args.throttle_retry_after,
     )
     stop = threading.Event()
 

@@ -24,6 +24,32 @@ from emulator.stats import Stats
 from emulator.timefmt import NS, format_ns
 
 
+class InFlight:
+    """How many /api/ requests are being answered now, and the most at once since a reset."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.now = 0
+        self.peak = 0
+
+    def enter(self, limit: int) -> bool:
+        """Count one more request in; False (and not counted) if `limit` (> 0) is reached."""
+        with self._lock:
+            if limit and self.now >= limit:
+                return False
+            self.now += 1
+            self.peak = max(self.peak, self.now)
+            return True
+
+    def leave(self) -> None:
+        with self._lock:
+            self.now -= 1
+
+    def reset_peak(self) -> None:
+        with self._lock:
+            self.peak = self.now
+
+
 class Emulator:
     """A local, strict stand-in for the access-governance service (see package docs)."""
 
@@ -36,6 +62,8 @@ class Emulator:
         latency: float = 0.0,
         tls: ssl.SSLContext | None = None,
         exclusions_ignore_page_token: bool = False,
+        max_in_flight: int = 0,
+        throttle_retry_after: int = 1,
     ) -> None:
         self.dataset = dataset if dataset is not None else Dataset()
         self.credential = credential if credential is not None else make_credential()
@@ -50,6 +78,11 @@ class Emulator:
         # Answer every exclusions request with the first page and the same token, like a
         # gateway ignoring query parameters the operation does not declare.
         self.exclusions_ignore_page_token = exclusions_ignore_page_token
+        # A tenant's rate limit: beyond this many /api/ requests being answered at once, a
+        # request is answered 429 with Retry-After (0: no limit).
+        self.max_in_flight = max_in_flight
+        self.throttle_retry_after = throttle_retry_after
+        self.in_flight = InFlight()
         self._server: EmulatorServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -74,6 +107,26 @@ class Emulator:
         if seconds < 0:
             raise ValueError("latency must be >= 0")
         self._latency = float(seconds)
+
+    @property
+    def max_in_flight(self) -> int:
+        return self._max_in_flight
+
+    @max_in_flight.setter
+    def max_in_flight(self, requests: int) -> None:
+        if isinstance(requests, bool) or int(requests) < 0:
+            raise ValueError("max_in_flight must be >= 0 (0: no limit)")
+        self._max_in_flight = int(requests)
+
+    @property
+    def throttle_retry_after(self) -> int:
+        return self._throttle_retry_after
+
+    @throttle_retry_after.setter
+    def throttle_retry_after(self, seconds: int) -> None:
+        if isinstance(seconds, bool) or int(seconds) < 0:
+            raise ValueError("throttle_retry_after must be >= 0 seconds")
+        self._throttle_retry_after = int(seconds)
 
     # ----- lifecycle ------------------------------------------------------------------------
 
@@ -122,10 +175,11 @@ class Emulator:
 
     @property
     def stats(self) -> dict[str, Any]:
-        return self.stats_counter.snapshot()
+        return self.stats_counter.snapshot() | {"peak_in_flight": self.in_flight.peak}
 
     def reset_stats(self) -> None:
         self.stats_counter.reset()
+        self.in_flight.reset_peak()
 
     def revoke_tokens(self) -> None:
         self.tokens.revoke_all()
@@ -211,10 +265,16 @@ class Emulator:
                 if not isinstance(flag := args["exclusions_ignore_page_token"], bool):
                     raise ValueError("exclusions_ignore_page_token must be true or false")
                 self.exclusions_ignore_page_token = flag
+            if "max_in_flight" in args:
+                self.max_in_flight = int(args["max_in_flight"])
+            if "throttle_retry_after" in args:
+                self.throttle_retry_after = int(args["throttle_retry_after"])
             return {
                 "latency": self.latency,
                 "token_lifetime": self.token_lifetime,
                 "exclusions_ignore_page_token": self.exclusions_ignore_page_token,
+                "max_in_flight": self.max_in_flight,
+                "throttle_retry_after": self.throttle_retry_after,
             }
         elif args.get("clear"):
             self.faults.clear()

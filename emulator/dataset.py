@@ -25,6 +25,7 @@ added at run time still lie in the past, and two Datasets built in the same hour
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 import random
 import threading
@@ -53,6 +54,40 @@ def _mix(key: int, tag: int, x: int) -> int:
     y = (x * 0x9E3779B97F4A7C15 + tag * 0xD1B54A32D192ED03 + key) & MASK64
     y = (y ^ (y >> 29)) * 0xBF58476D1CE4E5B9 & MASK64
     return (y ^ (y >> 32)) & 0xFFFFFFFF
+
+
+# How the initial events' dates spread over the span: knots (share of events, share of time).
+# "skewed" is a real tenant's year: a sparse past (20% of the events over 60% of the time), one
+# busy burst (30% in 2%, a few days of a half-year span) and a busier recent stretch.
+DISTRIBUTIONS: dict[str, tuple[tuple[float, float], ...]] = {
+    "uniform": ((0.0, 0.0), (1.0, 1.0)),
+    "skewed": ((0.0, 0.0), (0.2, 0.6), (0.5, 0.62), (1.0, 1.0)),
+}
+
+
+class _Warp:
+    """A monotone piecewise-linear map of [0, length] ns onto itself (dates of evenly spaced
+    positions -> dates of the distribution), and its inverse for index ranges."""
+
+    def __init__(self, length: int, knots: tuple[tuple[float, float], ...]) -> None:
+        self.length = length
+        self._points = [(round(p * length), round(q * length)) for p, q in knots]
+
+    def __call__(self, x: int) -> int:
+        return self._map(x, 0, 1)
+
+    def inverse(self, y: int) -> int:
+        return self._map(y, 1, 0)
+
+    def _map(self, v: int, src: int, dst: int) -> int:
+        points = self._points
+        if v <= 0 or v >= self.length:
+            return v  # outside the initial span (added events, open bounds): unchanged
+        for left, right in itertools.pairwise(points):
+            if v <= right[src]:
+                width = right[src] - left[src]
+                return left[dst] + (v - left[src]) * (right[dst] - left[dst]) // max(width, 1)
+        return v
 
 
 class Event(NamedTuple):
@@ -117,9 +152,13 @@ class Dataset:
         *,
         end: datetime | str | None = None,
         span_days: int = 180,
+        distribution: str = "uniform",
     ) -> None:
         if apps < 1 or users < 1 or events < 0 or span_days < 1:
             raise ValueError("need apps >= 1, users >= 1, events >= 0, span_days >= 1")
+        if distribution not in DISTRIBUTIONS:
+            raise ValueError(f"distribution must be one of {', '.join(DISTRIBUTIONS)}")
+        self.distribution = distribution
         self.seed = seed
         self.size = events
         self.end_ns = to_ns(end if end is not None else _end_default())
@@ -139,6 +178,7 @@ class Dataset:
         self.step = max(span // max(events, 1), 1)
         self.window = 3 * self.step
         self.base = self.end_ns - events * self.step - self.window - 2 * MARGIN
+        self._warp = _Warp(self.end_ns - self.base, DISTRIBUTIONS[distribution])
         self.tickets = max(20, events // 25)
         self._added: list[Event] = []  # events added at run time, in server order
         self._added_held: dict[
@@ -504,7 +544,7 @@ class Dataset:
             event_type = lifecycle.ADDED if held else lifecycle.REMOVED
         # A twin partner's date must also lie in position i+1's range: it shares it.
         jitter = self.step + h % (self.window - self.step) if twinned else h % self.window
-        date = precise(self.base + i * self.step + jitter, DIGITS[digits])
+        date = precise(self.base + self._warp(i * self.step + jitter), DIGITS[digits])
         return Event(a, k, u, event_type, ticket, date)
 
     def _continue_lifecycle(self, i: int, date: int) -> Event:
@@ -547,9 +587,12 @@ class Dataset:
         """Indexes [lo, hi) of initial events whose date can satisfy after/before."""
         lo, hi = 0, self.size
         if flt.after is not None:
-            lo = max(lo, (flt.after - self.base - self.window - MARGIN) // self.step)
+            # One step of slack either side: the warp's integer rounding.
+            after = self._warp.inverse(flt.after - self.base - MARGIN)
+            lo = max(lo, (after - self.window) // self.step - 1)
         if flt.before is not None:
-            hi = min(hi, max(0, (flt.before - self.base + MARGIN) // self.step + 1))
+            before = self._warp.inverse(flt.before - self.base + MARGIN)
+            hi = min(hi, max(0, before // self.step + 2))
         return min(lo, self.size), hi
 
     def scan(

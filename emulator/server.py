@@ -70,6 +70,12 @@ class EmulatorServer(ThreadingHTTPServer):
         if tls is not None:
             self.socket = tls.wrap_socket(self.socket, server_side=True)
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hung up (a killed tap) is not an emulator error: stay quiet."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
     def close_connections(self) -> None:
         """Hang up on keep-alive clients so a stopped emulator really is gone."""
         with self.connections_lock:
@@ -228,6 +234,20 @@ class _Handler(BaseHTTPRequestHandler):
     def _api(self, method: str, path: str, query: dict[str, list[str]], body: bytes) -> None:
         emu = self.server.emulator
         emu.stats_counter.count("api_requests", path)
+        if not emu.in_flight.enter(emu.max_in_flight):
+            emu.stats_counter.count("throttled", path)
+            code, message = GATEWAY_ERRORS["429"]
+            raise ApiError(
+                429, code, message, headers={"Retry-After": str(emu.throttle_retry_after)}
+            )
+        try:
+            self._answer_api(emu, method, path, query, body)
+        finally:
+            emu.in_flight.leave()
+
+    def _answer_api(
+        self, emu: Emulator, method: str, path: str, query: dict[str, list[str]], body: bytes
+    ) -> None:
         if emu.latency:
             time.sleep(emu.latency)
         fault = emu.faults.take(path)

@@ -33,6 +33,7 @@ class Stats:
                 "unauthorized": self._counts["unauthorized"],
                 "faults_injected": self._counts["faults_injected"],
                 "faults_by_kind": dict(by.get("faults_injected", {})),
+                "throttled": self._counts["throttled"],
             }
 
     def reset(self) -> None:

@@ -17,7 +17,11 @@ In one run, alternating the two sides of each comparison and reporting medians:
    it (only the emulator's URL, the secret and ``select: grant_feed`` come from the
    environment), at 50,000 and 500,000 events: medians, ratio, rows loaded and the peak RSS
    of the tap and of the target. ``--candidates`` compares loader settings side by side.
-6. full-table snapshots (``--only snapshots``, scripts/benchmark_snapshots.py): the shipped
+6. a real tenant's backfill (``--only backfill``, scripts/backfill_benchmark.py): 20,000 skewed
+   events at 100 ms per request, the tap against a sequential raw loop and end to end against
+   the sequential tap; the re-read share after a kill, a 2-in-flight service, and the tap
+   without latency against its single query.
+7. full-table snapshots (``--only snapshots``, scripts/benchmark_snapshots.py): the shipped
    snapshot markers against ACTIVATE_VERSION with the ``_sdc_*`` metadata it needs.
 
 Peak RSS under Meltano: Meltano starts the tap and the target as its own children, so
@@ -587,7 +591,7 @@ def tap_sections(args: argparse.Namespace, workdir: Path, report: t.Callable[[st
             emulator.stop()
 
 
-SECTIONS = ("feed", "rss", "exclusions", "e2e", "snapshots")
+SECTIONS = ("feed", "rss", "exclusions", "e2e", "backfill", "snapshots")
 
 
 def main() -> None:
@@ -623,6 +627,15 @@ def main() -> None:
         action="store_true",
         help="end to end: compare the loader/message-format candidates instead of raw vs shipped",
     )
+    parser.add_argument(
+        "--backfill-events", type=int, default=20_000, help="grant events of the backfill section"
+    )
+    parser.add_argument(
+        "--no-backfill-e2e",
+        dest="backfill_e2e",
+        action="store_false",
+        help="backfill: skip the meltano run comparison",
+    )
     args = parser.parse_args()
     if unknown := set(args.only) - set(SECTIONS):
         parser.error(f"unknown section(s): {', '.join(sorted(unknown))}")
@@ -639,6 +652,10 @@ def main() -> None:
             tap_sections(args, workdir, report)
         if "e2e" in args.only:
             end_to_end(args, workdir, report)
+        if "backfill" in args.only:
+            from backfill_benchmark import backfill  # scripts/ is on sys.path; imports us
+
+            backfill(args, workdir, report)
         if "snapshots" in args.only:
             from benchmark_snapshots import full_table_snapshots
 

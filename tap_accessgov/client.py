@@ -6,9 +6,10 @@ What every endpoint of the service shares lives here (paging and page parsing in
 
 from __future__ import annotations
 
+import threading
+import time
 import typing as t
 
-import backoff
 import requests
 from singer_sdk.exceptions import FatalAPIError, RetriableAPIError
 from singer_sdk.streams import RESTStream
@@ -29,10 +30,18 @@ if t.TYPE_CHECKING:
     from singer_sdk.helpers.types import Context
 
     from tap_accessgov.auth import AccessGovAuthenticator
+    from tap_accessgov.request_budget import RequestBudget
 
 
 def _failed(request: requests.PreparedRequest, exc: BaseException | None) -> str:
     return f"{where(request)} failed: {type(exc).__name__}"
+
+
+class StateWriting(t.Protocol):
+    """The tap's ``state_writer`` (public in singer-sdk 0.54; its class lives in a private
+    module, so only its one method is named here)."""
+
+    def write_state(self, state: t.Any) -> None: ...
 
 
 class ApiConnection(t.Protocol):
@@ -44,6 +53,12 @@ class ApiConnection(t.Protocol):
 
     @property
     def authenticator(self) -> AccessGovAuthenticator: ...
+
+    @property
+    def request_budget(self) -> RequestBudget: ...
+
+    @property
+    def state_writer(self) -> StateWriting: ...
 
 
 class AccessGovStream(RESTStream[str | None], ProgressReportingStream, SnapshotStream):
@@ -67,10 +82,16 @@ class AccessGovStream(RESTStream[str | None], ProgressReportingStream, SnapshotS
         session = self.requests_session
         session.verify = session.merge_environment_settings("", {}, None, None, None)["verify"]
         self.dry_run_limit = DryRunLimit(self)
+        # Set while this stream's sync is stopping (failed, interrupted, output closed): its
+        # worker threads' requests and retry waits end at once (see request_budget.py).
+        self.stopping = threading.Event()
 
     @override
     def get_records(self, context: Context | None) -> t.Iterable[dict[str, t.Any]]:
         return self.dry_run_limit.apply(super().get_records(context))
+
+    def stop_workers(self) -> None:
+        """End this stream's worker threads, if it has any (a failed run must not wait)."""
 
     @property
     @override
@@ -120,33 +141,60 @@ class AccessGovStream(RESTStream[str | None], ProgressReportingStream, SnapshotS
     @override
     def request_decorator(self, func: t.Callable[..., t.Any]) -> t.Callable[..., t.Any]:
         """The SDK's retry policy through its hooks (backoff_wait_generator, backoff_max_tries,
-        backoff_jitter, backoff_handler), then one clear fatal error naming the call and what
-        failed last.
+        backoff_jitter, backoff_handler), each attempt inside the run's request budget, then
+        one clear fatal error naming the call and what failed last.
 
-        Built here rather than by the SDK's own decorator, which also hands backoff the
-        stream's logger: backoff then logs every retry a second time and the give-up at
-        ERROR, next to the SDK handler's ERROR line with a Python repr of the call.
+        The loop is written here rather than by the SDK's decorator (the backoff library)
+        for two reasons: backoff sleeps with ``time.sleep``, which a stopping sync cannot cut
+        short, so a failed run would wait out a worker's retry (here the wait ends when
+        ``self.stopping`` is set); and the SDK hands backoff the stream's logger, which logs
+        every retry a second time and the give-up at ERROR.
         """
         self.pin_proxies()
-        retried = backoff.on_exception(
-            self.backoff_wait_generator,
-            RETRIED_ERRORS,
-            max_tries=self.backoff_max_tries,
-            on_backoff=self.backoff_handler,
-            jitter=self.backoff_jitter,
-            logger=None,
-        )(func)
+        budget = self.connection.request_budget
+        stopping = self.stopping
         tries = self.backoff_max_tries()
 
+        def attempt(prepared_request: requests.PreparedRequest, context: t.Any) -> t.Any:
+            with budget.attempt(stopping) as started_in:
+                try:
+                    response = func(prepared_request, context)
+                except RetriableAPIError as exc:
+                    if exc.response is not None and exc.response.status_code == 429:
+                        budget.throttled(started_in, retry_after_seconds(exc.response))
+                    raise
+            budget.succeeded()
+            return response
+
         def request(prepared_request: requests.PreparedRequest, context: t.Any) -> t.Any:
-            try:
-                return retried(prepared_request, context)
-            except RetriableAPIError as exc:
-                msg = f"{exc} (gave up after {tries} attempts)"
-                raise FatalAPIError(msg) from exc
-            except RETRIED_ERRORS as exc:
-                msg = f"{_failed(prepared_request, exc)} (gave up after {tries} attempts)"
-                raise FatalAPIError(msg) from exc
+            waits = self.backoff_wait_generator()
+            next(waits)  # prime it, as backoff does: the SDK's generators wait for send()
+            started = time.monotonic()
+            for tried in range(1, tries + 1):
+                try:
+                    return attempt(prepared_request, context)
+                except RETRIED_ERRORS as exc:
+                    if tried == tries:
+                        what = str(exc) if isinstance(exc, RetriableAPIError) else None
+                        msg = (
+                            f"{what or _failed(prepared_request, exc)} "
+                            f"(gave up after {tries} attempts)"
+                        )
+                        raise FatalAPIError(msg) from exc
+                    wait = self.backoff_jitter(waits.send(exc))
+                    self.backoff_handler(
+                        {
+                            "target": func,
+                            "args": (prepared_request, context),
+                            "kwargs": {},
+                            "tries": tried,
+                            "elapsed": time.monotonic() - started,
+                            "wait": wait,
+                            "exception": exc,
+                        }
+                    )
+                    budget.sleep(wait, stopping)
+            raise AssertionError("unreachable")  # pragma: no cover
 
         return request
 

@@ -108,9 +108,13 @@ class AutomationExclusionsStream(AccessGovStream):
         excluded_users.mark_read(partition_key(context))
 
     def stop_prefetching(self) -> None:
-        """Cancel the fetches running ahead (see prefetch.py); they end at their next record."""
+        """Cancel the fetches running ahead (see prefetch.py); they end at their next request."""
         if self._prefetcher is not None:
             self._prefetcher.close()
+
+    @override
+    def stop_workers(self) -> None:
+        self.stop_prefetching()
 
     def _read_partition(
         self, context: Context, stopped: t.Callable[[], bool] = lambda: False
@@ -149,6 +153,7 @@ class AutomationExclusionsStream(AccessGovStream):
                 lambda ctx, stopped: list(self._read_partition(ctx, stopped)),
                 partitions[start:],
                 workers,
+                self.stopping,
             )
         return self._prefetcher
 

@@ -12,8 +12,18 @@ from typing_extensions import override
 
 from tap_accessgov import schemas
 from tap_accessgov.client import AccessGovStream
+from tap_accessgov.grant_feed_windows import (
+    BACKFILL,
+    Backfill,
+    Window,
+    WindowReader,
+    filters_digest,
+    initial_windows,
+    pieces,
+)
 from tap_accessgov.paging import page_body
-from tap_accessgov.timestamps import normalize_timestamp
+from tap_accessgov.prefetch import Workers
+from tap_accessgov.timestamps import from_ns, normalize_timestamp, to_ns
 
 if t.TYPE_CHECKING:
     import requests
@@ -28,15 +38,24 @@ EXPANDED_FIELDS = {
     "ticketPath": "ticket",
 }
 _EXPANDED_PATH = re.compile(r"^\$\.expanded\[(\d+)\]$")
+_DAY = 86_400 * 1_000_000_000  # ns
+
+
+def _window_context(window: Window) -> dict[str, t.Any]:
+    """The request context of one window: its bounds as sent (no personal data: the SDK
+    writes contexts into its METRIC lines)."""
+    after, before = window.bounds()
+    return {"after": after, "before": before}
 
 
 class GrantFeedStream(AccessGovStream):
     """Grant events from ``POST /api/v1/grants/feed``, incremental on ``feed.date``.
 
     The feed is not documented as sorted, so the stream is unsorted: the bookmark (the latest
-    date seen) is only committed when a sync completes; an interrupted sync starts again from
-    the previous bookmark. ``after`` is inclusive, so each run re-reads the events at the
-    bookmark instant: targets dedupe on the primary key.
+    date seen) is only committed when a sync completes. The feed is read in time windows
+    (grant_feed_windows.py) whose completion is saved in the state as they complete, so an
+    interrupted sync resumes from its last STATE. ``after`` is inclusive, so each run re-reads
+    the events at the bookmark instant: targets dedupe on the primary key.
     """
 
     name = "grant_feed"
@@ -52,6 +71,7 @@ class GrantFeedStream(AccessGovStream):
 
     def __init__(self, *args: t.Any, **kwargs: t.Any) -> None:
         super().__init__(*args, **kwargs)
+        self._workers: Workers | None = None
         started = datetime.datetime.now(datetime.UTC)
         self._signpost = normalize_timestamp(started.isoformat())
 
@@ -61,15 +81,116 @@ class GrantFeedStream(AccessGovStream):
         return self._signpost
 
     @override
+    def get_records(self, context: Context | None) -> t.Iterable[dict[str, t.Any]]:
+        """With ``max_concurrency`` > 1, the feed in concurrent time windows (see
+        grant_feed_windows.py); with 1, one request after another as a single query."""
+        if int(self.config["max_concurrency"]) < 2 or context:
+            return super().get_records(context)
+        return self.dry_run_limit.apply(self._windowed_records())
+
+    @override
+    def stop_workers(self) -> None:
+        if self._workers is not None:
+            self._workers.close()
+
+    def _windowed_records(self) -> t.Iterator[dict[str, t.Any]]:
+        """Every event of the run's range, window by window, with a STATE as each completes."""
+        config = self.config
+        workers = int(config["max_concurrency"])
+        lower = self.get_starting_replication_key_value(None)
+        lower_ns = to_ns(lower) if lower else None
+        upper_ns = to_ns(end) if (end := config.get("end_date")) else None
+        high = upper_ns if upper_ns is not None else to_ns(self._signpost)
+        low = lower_ns if lower_ns is not None else self._earliest_event(high)
+        high = max(high, low + 1)
+        self.pin_proxies()  # before the threads: it changes the shared session
+        state = self.stream_state
+        filters = filters_digest(config)
+        backfill = Backfill.from_state(state, filters)
+        if backfill is None:
+            backfill = Backfill(filters)
+        elif backfill.completed:
+            self.logger.info(
+                "Resuming an interrupted grant feed sync: %d completed time range(s) from its "
+                "state are not read again",
+                len(backfill.completed),
+            )
+        windows = backfill.remaining(initial_windows(lower_ns, upper_ns, low, high, workers))
+        self._workers = Workers(workers, self.stopping, "grant-feed")
+        reader = WindowReader(
+            read=lambda window: self.request_records(_window_context(window)),
+            split=lambda window, pages, spread, delivered, typical: pieces(
+                window, pages, spread, delivered, typical, low, high
+            ),
+            page_size=self.page_size,
+            workers=self._workers,
+            count=workers,
+        )
+
+        def completed(window: Window) -> None:
+            backfill.complete(window)
+            state[BACKFILL] = backfill.to_state()
+            self.connection.state_writer.write_state(self.tap_state)
+
+        for record in reader.records(windows, completed):
+            backfill.saw(record["date"])
+            yield record
+        if backfill.latest is not None:  # events delivered by the interrupted run count too
+            self.state_manager.increment_state(
+                {"date": backfill.latest}, context=None, replication_key="date"
+            )
+        state.pop(BACKFILL, None)
+
+    def _earliest_event(self, before: int) -> int:
+        """With no bookmark and no start_date: a day at or before the earliest event, found by
+        bisecting time with small requests (about 16), so windows can be cut. The first window
+        is still sent without ``after``: nothing before that day is lost if the service adds
+        an older event meanwhile."""
+        probes = 1
+        if not self._any_event_before(before):
+            return before
+        low, high = 0, before
+        while high - low > _DAY:
+            middle = (low + high) // 2
+            probes += 1
+            if self._any_event_before(middle):
+                high = middle
+            else:
+                low = middle
+        self.logger.info(
+            "No start_date and no state: the earliest grant event is on or after %s (%d "
+            "requests); reading everything from there",
+            from_ns(low),
+            probes,
+        )
+        return low
+
+    def _any_event_before(self, instant: int) -> bool:
+        records = iter(self.request_records({"before": from_ns(instant), "probe": True}))
+        try:
+            return next(records, None) is not None
+        finally:
+            if isinstance(records, t.Generator):
+                records.close()
+
+    @override
     def prepare_request_payload(
         self, context: Context | None, next_page_token: str | None
     ) -> dict[str, t.Any]:
         config = self.config
         body: dict[str, t.Any] = {"pageSize": self.page_size}
-        if after := self.get_starting_replication_key_value(context):
-            body["after"] = normalize_timestamp(after)
-        if before := config.get("end_date"):
-            body["before"] = normalize_timestamp(before)
+        if context is not None and "before" in context:  # a window or a probe
+            if context.get("probe"):
+                body["pageSize"] = 10
+            if context.get("after"):
+                body["after"] = context["after"]
+            if context["before"]:
+                body["before"] = context["before"]
+        else:
+            if after := self.get_starting_replication_key_value(context):
+                body["after"] = normalize_timestamp(after)
+            if before := config.get("end_date"):
+                body["before"] = normalize_timestamp(before)
         if app_ids := config.get("app_ids"):
             body["appRefs"] = [{"id": app_id} for app_id in app_ids]
         if refs := config.get("app_entitlement_refs"):

@@ -103,8 +103,11 @@ CONFIG_SCHEMA = th.PropertiesList(
         default=8,
         title="Max concurrency",
         description=(
-            "How many automation-exclusion entitlements are fetched at the same time "
-            "(1 = one after another). Output order and content do not depend on it."
+            "Requests in flight at most, for the whole run: the grant feed is read in "
+            "concurrent time windows and the automation exclusions of several entitlements "
+            "at once. Lowered automatically while the service answers 429. 1 = one request "
+            "after another (the grant feed as one query). The records delivered do not "
+            "depend on it."
         ),
     ),
     th.Property(

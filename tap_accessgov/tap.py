@@ -17,10 +17,12 @@ from typing_extensions import override
 
 from tap_accessgov import cli, settings
 from tap_accessgov.auth import AccessGovAuthenticator
+from tap_accessgov.client import AccessGovStream
 from tap_accessgov.credentials import ClientId, RedactedStr, parse_client_id, parse_client_secret
 from tap_accessgov.exclusions import AutomationExclusionsStream, UsersStream
 from tap_accessgov.grant_feed import GrantFeedStream
 from tap_accessgov.output import OutputWriter
+from tap_accessgov.request_budget import RequestBudget
 from tap_accessgov.snapshots import FullTableSnapshotsStream, SnapshotStream
 
 if t.TYPE_CHECKING:
@@ -106,6 +108,8 @@ class TapAccessGov(Tap):
                 tap.sync_all()
             finally:
                 tap.stop_workers()
+                if summary := tap.request_budget.summary():
+                    tap.logger.info(summary)
             tap.write_message(StateMessage(value=tap.state))
 
     @classmethod
@@ -139,8 +143,8 @@ class TapAccessGov(Tap):
     def stop_workers(self) -> None:
         """Stop background fetches (a failed or interrupted run must not wait for them)."""
         for stream in self.streams.values():
-            if isinstance(stream, AutomationExclusionsStream):
-                stream.stop_prefetching()
+            if isinstance(stream, AccessGovStream):
+                stream.stop_workers()
 
     @cached_property
     def client_id(self) -> ClientId:
@@ -173,6 +177,11 @@ class TapAccessGov(Tap):
                 key=lambda item: isinstance(item[1], FullTableSnapshotsStream),
             )
         )
+
+    @cached_property
+    def request_budget(self) -> RequestBudget:
+        """One budget of requests in flight for every stream and worker of the run."""
+        return RequestBudget(int(self.config["max_concurrency"]), self.logger)
 
     @override
     def discover_streams(self) -> list[Stream]:

@@ -33,3 +33,20 @@ def normalize_timestamp(value: str) -> str:
         return f"{date}T{time}.{fraction}Z"
     shifted = datetime.datetime.fromisoformat(f"{date}T{time}{offset}").astimezone(datetime.UTC)
     return f"{shifted:%Y-%m-%dT%H:%M:%S}.{fraction}Z"
+
+
+_NS = 1_000_000_000
+
+
+def to_ns(value: str) -> int:
+    """Nanoseconds since the epoch of any timestamp ``normalize_timestamp`` reads (exact)."""
+    normal = normalize_timestamp(value)
+    seconds = datetime.datetime.fromisoformat(normal[:19] + "+00:00")
+    return int(seconds.timestamp()) * _NS + int(normal[20:29])
+
+
+def from_ns(ns: int) -> str:
+    """The fixed form of an instant in nanoseconds since the epoch."""
+    seconds, fraction = divmod(ns, _NS)
+    moment = datetime.datetime.fromtimestamp(seconds, datetime.UTC)
+    return f"{moment:%Y-%m-%dT%H:%M:%S}.{fraction:09d}Z"

@@ -17,7 +17,9 @@ from tests.conftest import CREDENTIAL, catalog_selecting, config_file, run_cli, 
 
 
 def feed_only(emulator: Emulator, **overrides: object) -> tuple[dict[str, object], dict]:
-    config = {**tap_config(emulator), **overrides}
+    """grant_feed alone, one request at a time: a fault planned for the next request meets
+    the one retried (concurrent windows: tests/test_backfill.py)."""
+    config = {**tap_config(emulator), "max_concurrency": 1, **overrides}
     return config, catalog_selecting(config, {"grant_feed": None})
 
 

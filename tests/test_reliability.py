@@ -41,7 +41,10 @@ FEED = "/api/v1/grants/feed"
 
 
 def feed_only(emulator: Emulator, **settings: t.Any) -> tuple[dict[str, t.Any], dict[str, t.Any]]:
-    config = {**tap_config(emulator), **settings}
+    """grant_feed alone, one request at a time unless asked otherwise: the retry policy is
+    per request, and a fault planned for the next request then meets the one retried (with
+    concurrent windows it would meet another window's; tests/test_backfill.py has those)."""
+    config = {**tap_config(emulator), "max_concurrency": 1, **settings}
     return config, catalog_selecting(config, {"grant_feed": None})
 
 

@@ -77,6 +77,8 @@ def test_http_controls(fresh: Emulator) -> None:
         "latency": 0.0,
         "token_lifetime": 5,
         "exclusions_ignore_page_token": False,
+        "max_in_flight": 0,
+        "throttle_retry_after": 1,
     }
     assert fresh.token_lifetime == 5
     requests.post(control + "revoke-tokens", timeout=10)

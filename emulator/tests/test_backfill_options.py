@@ -1,0 +1,137 @@
+"""What a real tenant does to a backfill: a limit of requests in flight (429 + Retry-After
+beyond it) and a skewed distribution of event dates, from Python, the HTTP controls and the
+command line."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+
+import pytest
+import requests
+
+from emulator import Emulator
+from emulator.__main__ import parse_args
+from emulator.tests.conftest import CRED, FEED, ROOT, login, small_dataset
+from emulator.timefmt import format_ns
+
+
+def _concurrent_statuses(emu: Emulator, n: int) -> Counter[int]:
+    session = login(emu)
+    statuses: Counter[int] = Counter()
+    lock = threading.Lock()
+    retry_after: set[str] = set()
+
+    def call() -> None:
+        response = session.post(emu.url + FEED, json={"pageSize": 10}, timeout=10)
+        with lock:
+            statuses[response.status_code] += 1
+            if response.status_code == 429:
+                retry_after.add(response.headers["Retry-After"])
+
+    threads = [threading.Thread(target=call) for _ in range(n)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if retry_after:
+        assert retry_after == {str(emu.throttle_retry_after)}
+    return statuses
+
+
+def test_requests_beyond_the_limit_in_flight_are_answered_429_with_retry_after() -> None:
+    with Emulator(small_dataset(events=300), credential=CRED, latency=0.3) as emu:
+        emu.max_in_flight = 2
+        emu.throttle_retry_after = 3
+        statuses = _concurrent_statuses(emu, 6)
+        assert statuses == {200: 2, 429: 4}
+        assert emu.stats["throttled"] == 4
+        assert emu.stats["peak_in_flight"] == 2
+        emu.max_in_flight = 0
+        emu.reset_stats()
+        assert _concurrent_statuses(emu, 6) == {200: 6}
+        assert emu.stats["peak_in_flight"] == 6
+
+
+def test_in_flight_limit_from_the_http_controls() -> None:
+    with Emulator(small_dataset(events=300), credential=CRED, latency=0.3) as emu:
+        answer = requests.post(
+            emu.url + "/_emulator/settings",
+            json={"max_in_flight": 1, "throttle_retry_after": 0},
+            timeout=10,
+        ).json()
+        assert (answer["max_in_flight"], answer["throttle_retry_after"]) == (1, 0)
+        assert _concurrent_statuses(emu, 3) == {200: 1, 429: 2}
+        bad = requests.post(emu.url + "/_emulator/settings", json={"max_in_flight": -1}, timeout=10)
+        assert bad.status_code == 400
+
+
+def test_skewed_dates_crowd_into_a_burst_and_the_recent_past() -> None:
+    uniform = small_dataset(events=3000)
+    skewed = small_dataset(events=3000, distribution="skewed")
+    span = skewed.end_ns - skewed.base
+
+    def tenths(ds: object) -> Counter[int]:
+        return Counter(
+            min(9, (ds.event(i).date - ds.base) * 10 // span)  # type: ignore[attr-defined]
+            for i in range(3000)
+        )
+
+    assert max(tenths(uniform).values()) < 2 * min(tenths(uniform).values())
+    by_tenth = tenths(skewed)
+    assert by_tenth[6] > 0.35 * 3000  # the burst (and its neighbourhood)
+    assert sum(by_tenth[k] for k in range(6)) < 0.25 * 3000  # a sparse past
+    # Same events, other dates: ids and order do not depend on the distribution.
+    assert [e[:5] for e in map(skewed.event, range(50))] == [
+        e[:5] for e in map(uniform.event, range(50))
+    ]
+
+
+@pytest.mark.parametrize("bounds", [(0.55, 0.65), (0.6, 0.61), (0.0, 0.2), (0.9, 1.2)])
+def test_a_time_window_of_skewed_data_is_exact(bounds: tuple[float, float]) -> None:
+    ds = small_dataset(events=3000, distribution="skewed")
+    span = ds.end_ns - ds.base
+    after, before = (format_ns(ds.base + int(b * span)) for b in bounds)
+    got = ds.feed_entries(after=after, before=before)
+    after_ns, before_ns = ds.base + int(bounds[0] * span), ds.base + int(bounds[1] * span)
+    expected = [i for i in range(ds.total) if after_ns <= ds.event(i).date < before_ns]
+    assert got == [{"feed": ds.feed_object(ds.event(i))} for i in expected]
+    assert got
+
+
+def test_command_line_flags() -> None:
+    args = parse_args(
+        ["--distribution", "skewed", "--max-in-flight", "2", "--throttle-retry-after", "4"]
+    )
+    assert (args.distribution, args.max_in_flight, args.throttle_retry_after) == ("skewed", 2, 4)
+    assert parse_args([]).distribution == "uniform"
+    assert parse_args([]).max_in_flight == 0
+    out = subprocess.run(
+        [sys.executable, "-m", "emulator", "--distribution", "lumpy"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert out.returncode == 2
+    assert "--distribution" in out.stderr
+
+
+def test_a_client_that_resets_its_connection_leaves_no_traceback(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """A killed tap resets its keep-alive connections: no traceback on the emulator's stderr."""
+    with Emulator(small_dataset(events=100), credential=CRED) as emu:
+        for _ in range(3):
+            sock = socket.create_connection(("127.0.0.1", emu.port))
+            sock.sendall(b"POST /api/v1/grants/feed HTTP/1.1\r\nHost: x\r\n")
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            sock.close()
+        time.sleep(0.3)
+    assert "Traceback" not in capfd.readouterr().err

@@ -1,0 +1,345 @@
+"""The grant feed read as half-open time windows, several at once, resumable as they complete.
+
+The feed's ``after`` (inclusive) and ``before`` (exclusive) tile time exactly, so a range cut
+into windows ``[t0, t1), [t1, t2) ...`` is read whole, each event once, whatever order the
+windows finish in. Pages of one window still follow each other (the page token belongs to its
+query), so the run needs more windows than workers at all times:
+
+- **Cut**: the range (lower: bookmark or ``start_date``, or the earliest event found by a few
+  probes; upper: ``end_date``, or the sync's start with the last window left open) is cut
+  into ``4 x max_concurrency`` windows of equal width (fewer for a short range: none
+  narrower than twelve hours).
+- **Split**: real data is skewed (one busy week can hold half the year), so a window is
+  measured on its first full pages (from the second on): their dates cover some part of the window, and when that
+  says the window holds more than twice the pages of the typical completed window (12 pages
+  until one completes), it is cut into pieces of about that size (at least ``TARGET_PAGES``).
+  Windows newest first: the dense recent ones are found early, the sparse past fills the end.
+  The pages read are delivered as read; the pieces skip exactly those events when they meet
+  them again (a multiset of the primary keys of at most ``SPLIT_WITHIN_PAGES`` pages).
+  Whatever the estimate says, the pieces tile the window, so it only decides speed.
+- **Resume**: a STATE is written as each window completes, with the completed windows beside
+  the bookmark (``backfill``, see ``Backfill``); a rerun from it reads only what was not
+  complete. The final STATE of a completed sync is the plain bookmark.
+
+Only HTTP runs in the worker threads (prefetch.Workers); records go back to the main thread,
+which hands them to the SDK (maps, selection, state increments, one writer), a bounded queue
+of pages between them so memory stays flat.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import hashlib
+import json
+import math
+import queue
+import typing as t
+
+from tap_accessgov.prefetch import Workers
+from tap_accessgov.timestamps import from_ns, to_ns
+
+if t.TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator, Mapping
+
+Record = dict[str, t.Any]
+Key = tuple[t.Any, ...]
+
+WINDOWS_PER_WORKER = 4
+# Narrowest window of the initial cut: a nightly incremental run (a day or less) is one or two
+# windows, not thirty-two mostly empty ones; a dense one is split like any other.
+CUT_WIDTH = 12 * 3600 * 1_000_000_000  # ns
+TARGET_PAGES = 4  # pages of a split window's pieces, at least (more when windows are larger)
+FIRST_WAVE_PAGES = 12  # the typical size assumed until a window completes
+MIN_WIDTH = 1_000_000  # ns (1 ms): no window is cut narrower
+MAX_PIECES = 32
+SPLIT_WITHIN_PAGES = 8  # a window is split only in its first pages (the skip list stays short)
+BACKFILL = "backfill"  # the key of the window state inside the stream's state
+
+
+@dataclasses.dataclass(frozen=True)
+class Window:
+    """``[start, end)`` in ns; None: unbounded (no ``after`` / no ``before``)."""
+
+    start: int | None
+    end: int | None
+    skip: collections.Counter[Key] | None = dataclasses.field(default=None, compare=False)
+
+    def bounds(self) -> tuple[str | None, str | None]:
+        """``after`` and ``before`` as the request sends them."""
+        return (
+            None if self.start is None else from_ns(self.start),
+            None if self.end is None else from_ns(self.end),
+        )
+
+    def contains(self, ns: int) -> bool:
+        return (self.start is None or ns >= self.start) and (self.end is None or ns < self.end)
+
+
+def cut(start: int | None, end: int | None, low: int, high: int, count: int) -> list[Window]:
+    """``[start, end)`` in ``count`` windows of equal width, measured on ``[low, high)`` (the
+    known span of an unbounded side); the outer windows keep unbounded sides unbounded."""
+    first, last = start if start is not None else low, end if end is not None else high
+    count = max(1, min(count, (last - first) // MIN_WIDTH))
+    edges = [first + (last - first) * n // count for n in range(1, count)]
+    bounds = zip([start, *edges], [*edges, end], strict=True)
+    return [Window(a, b) for a, b in bounds if a is None or b is None or a < b]
+
+
+def initial_windows(
+    start: int | None, end: int | None, low: int, high: int, workers: int
+) -> list[Window]:
+    """The run's range cut for ``workers`` requests in flight, newest first (most events are
+    recent: the dense windows are found early, the sparse past fills the end of the run)."""
+    count = min(WINDOWS_PER_WORKER * workers, max(1, (high - low) // CUT_WIDTH))
+    return list(reversed(cut(start, end, low, high, count)))
+
+
+def pieces(
+    window: Window,
+    pages: int,
+    spread: int,
+    delivered: list[list[Record]],
+    typical: float,
+    low: int,
+    high: int,
+) -> list[Window]:
+    """How to read the rest of ``window`` after ``pages`` full pages whose dates spread over
+    ``spread`` ns: ``[]`` to go on paging, else the windows to read instead (each skipping
+    the events of the pages ``delivered`` that it holds).
+
+    Only a window much larger than the ``typical`` completed one is split, into pieces of
+    about that size: splitting costs requests (each piece ends on a part page, the pages
+    read are read again), which pay only when the window would otherwise run long after
+    the others."""
+    if pages < 2:
+        return []  # one full page may be all there is (a nightly run's 120 events)
+    start = window.start if window.start is not None else low
+    end = window.end if window.end is not None else max(high, start + 1)
+    width = end - start
+    # Before any window completed there is no typical size: only a very large one is split.
+    size = max(typical, TARGET_PAGES) if typical else FIRST_WAVE_PAGES
+    if spread * 2 > width:
+        return []  # the pages cover the whole window (or the service mixes dates): no estimate
+    estimate = pages * width / max(spread, 1)
+    count = math.ceil(estimate / size) if estimate > 2 * size else 1
+    count = min(count, MAX_PIECES, width // MIN_WIDTH)
+    if count < 2:
+        return []
+    skip = collections.Counter(key(record) for page in delivered for record in page)
+    skip += window.skip or collections.Counter()
+    children = cut(window.start, window.end, start, end, count)
+    return [
+        dataclasses.replace(
+            child,
+            skip=collections.Counter(
+                {k: n for k, n in skip.items() if child.contains(to_ns(k[-1]))}
+            ),
+        )
+        for child in children
+    ]
+
+
+def key(record: Record) -> Key:
+    """A grant event's primary key (``date`` last)."""
+    return (
+        record["appId"],
+        record["appEntitlementId"],
+        record["appUserId"],
+        record["eventType"],
+        record["date"],
+    )
+
+
+@dataclasses.dataclass
+class Backfill:
+    """What a sync has completed, in the stream's state beside the bookmark::
+
+        "backfill": {"filters": "<digest>", "latest": "<latest date delivered>",
+                     "completed": [["<after>" | null, "<before>" | null], ...]}
+
+    ``completed`` holds merged, sorted half-open intervals (adjacent windows merge, so the
+    list stays short). It is only valid for the same filters: another ``app_ids`` etc. reads
+    everything again. Removed when the sync completes.
+    """
+
+    filters: str
+    completed: list[tuple[int | None, int | None]] = dataclasses.field(default_factory=list)
+    latest: str | None = None
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, t.Any], filters: str) -> Backfill | None:
+        saved = state.get(BACKFILL)
+        if not isinstance(saved, dict) or saved.get("filters") != filters:
+            return None
+        completed = [
+            (None if a is None else to_ns(a), None if b is None else to_ns(b))
+            for a, b in saved.get("completed") or []
+        ]
+        return cls(filters, completed, saved.get("latest"))
+
+    def to_state(self) -> dict[str, t.Any]:
+        return {
+            "filters": self.filters,
+            "latest": self.latest,
+            "completed": [
+                [None if a is None else from_ns(a), None if b is None else from_ns(b)]
+                for a, b in self.completed
+            ],
+        }
+
+    def complete(self, window: Window) -> None:
+        intervals = sorted(
+            [*self.completed, (window.start, window.end)],
+            key=lambda iv: -math.inf if iv[0] is None else iv[0],
+        )
+        merged: list[tuple[int | None, int | None]] = []
+        for a, b in intervals:
+            if merged and (merged[-1][1] is None or (a is not None and a <= merged[-1][1])):
+                prev_a, prev_b = merged[-1]
+                merged[-1] = (prev_a, None if prev_b is None or b is None else max(prev_b, b))
+            else:
+                merged.append((a, b))
+        self.completed = merged
+
+    def remaining(self, windows: Iterable[Window]) -> list[Window]:
+        """``windows`` without the parts already completed."""
+        left: list[Window] = []
+        for window in windows:
+            parts = [window]
+            for a, b in self.completed:
+                parts = [piece for part in parts for piece in _minus(part, a, b)]
+            left.extend(parts)
+        return left
+
+    def saw(self, date: str) -> None:
+        if self.latest is None or date > self.latest:
+            self.latest = date
+
+
+def _minus(window: Window, a: int | None, b: int | None) -> list[Window]:
+    lo, hi = window.start, window.end
+    out = []
+    if a is not None and (lo is None or lo < a):  # the part before [a, b)
+        end = a if hi is None else min(hi, a)
+        out.append(Window(lo, end))
+    if b is not None and (hi is None or hi > b):  # the part after it
+        start = b if lo is None else max(lo, b)
+        out.append(Window(start, hi))
+    return [w for w in out if w.start is None or w.end is None or w.start < w.end]
+
+
+def filters_digest(config: Mapping[str, t.Any]) -> str:
+    """Which events and fields a window holds: completed windows count only for the same."""
+    names = ("app_ids", "app_entitlement_refs", "app_user_refs", "user_ids", "expand_mask")
+    text = json.dumps({name: config.get(name) for name in names}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+class WindowReader:
+    """Reads windows in ``workers`` threads and yields their records in the main thread.
+
+    ``read(window, stopped)`` pages through one window in a worker (the stream's request
+    loop); ``on_complete(window)`` runs in the main thread once every record of the window
+    has been handed on (the SDK has written them when it asks for the next one).
+    """
+
+    def __init__(
+        self,
+        read: Callable[[Window], Iterable[Record]],
+        split: Callable[[Window, int, int, list[list[Record]], float], list[Window]],
+        page_size: int,
+        workers: Workers,
+        count: int,
+    ) -> None:
+        self._read = read
+        self._split = split
+        self._page_size = page_size
+        self._workers = workers
+        self._count = count
+        # Pages on their way to the main thread: a bound, so memory stays flat.
+        self._pages: queue.Queue[tuple[str, Window, t.Any]] = queue.Queue(maxsize=2 * count)
+        # Pages of the windows completed so far, on average (written by the main thread).
+        self.typical_pages = 0.0
+        self._completed_pages = self._completed = 0
+
+    def records(
+        self, windows: Iterable[Window], on_complete: Callable[[Window], None]
+    ) -> Iterator[Record]:
+        waiting = collections.deque(windows)
+        running = 0
+        pages: collections.Counter[Window] = collections.Counter()
+        try:
+            while waiting or running:
+                while waiting and running < self._count:
+                    self._workers.submit(self._work, waiting.popleft())
+                    running += 1
+                kind, window, payload = self._pages.get()
+                if kind == "records":
+                    pages[window] += 1
+                    yield from payload
+                elif kind == "split":
+                    running -= 1
+                    pages.pop(window, 0)
+                    waiting.extendleft(reversed(payload))
+                elif kind == "done":
+                    running -= 1
+                    self._completed += 1
+                    self._completed_pages += pages.pop(window, 0)
+                    self.typical_pages = self._completed_pages / self._completed
+                    on_complete(window)
+                else:  # "failed"
+                    raise payload
+        finally:
+            self._workers.close()
+
+    def _work(self, window: Window) -> None:
+        try:
+            self._read_window(window)
+        except BaseException as exc:  # handed to the main thread, raised there
+            if not self._workers.stop.is_set():
+                self._send("failed", window, exc)
+
+    def _read_window(self, window: Window) -> None:
+        stopped = self._workers.stop.is_set
+        skip = collections.Counter(window.skip or {})
+        records = self._read(window)
+        page: list[Record] = []
+        read: list[list[Record]] = []  # the first pages, while the window may still be split
+        earliest = latest = ""
+        for record in records:
+            if stopped():
+                return
+            if skip and skip[k := key(record)]:
+                skip[k] -= 1
+                continue
+            page.append(record)
+            if len(page) < self._page_size:
+                continue
+            self._send("records", window, page)
+            if len(read) < SPLIT_WITHIN_PAGES:
+                read.append(page)
+                # Dates are in one fixed-width form: text order is time order.
+                dates = [r["date"] for r in page]
+                earliest = min(earliest or dates[0], *dates)
+                latest = max(latest, *dates)
+                spread = to_ns(latest) - to_ns(earliest)
+                typical = self.typical_pages
+                if children := self._split(window, len(read), spread, read, typical):
+                    if isinstance(records, t.Generator):
+                        records.close()
+                    self._send("split", window, children)
+                    return
+            page = []
+        if page:
+            self._send("records", window, page)
+        self._send("done", window, None)
+
+    def _send(self, kind: str, window: Window, payload: t.Any) -> None:
+        """Hand over to the main thread; give up when the sync stops (it no longer reads)."""
+        while not self._workers.stop.is_set():
+            try:
+                self._pages.put((kind, window, payload), timeout=0.1)
+            except queue.Full:
+                continue
+            return

@@ -1,0 +1,401 @@
+"""A real tenant's backfill: the grant feed in concurrent time windows (exact, resumable from
+any STATE it emitted, polite under 429), against emulators with latency, skewed event dates
+and a limit of requests in flight."""
+
+from __future__ import annotations
+
+import collections
+import json
+import logging
+import signal
+import subprocess
+import threading
+import time
+import typing as t
+from pathlib import Path
+
+import pytest
+import requests
+
+from emulator import Dataset, Emulator
+from tap_accessgov.grant_feed_windows import Backfill, Window, cut
+from tap_accessgov.request_budget import RequestBudget, SyncStopped
+from tap_accessgov.tap import TapAccessGov
+from tests.conftest import (
+    BIN_TAP,
+    CREDENTIAL,
+    catalog_selecting,
+    ns,
+    parse_singer,
+    sync,
+    tap_config,
+)
+
+FEED = "/api/v1/grants/feed"
+SKEWED = {"seed": 3, "events": 3000, "apps": 4, "users": 250, "distribution": "skewed"}
+Key = tuple[str, ...]
+
+
+def feed_key(feed: dict[str, t.Any]) -> Key:
+    """An event as the service sent it (the date as an instant: digits vary)."""
+    return (
+        feed["appId"],
+        feed["appEntitlementId"],
+        feed["appUserId"],
+        feed.get("eventType") or "",
+        str(ns(feed["date"])),
+    )
+
+
+def truth(dataset: Dataset, **filters: t.Any) -> collections.Counter[Key]:
+    return collections.Counter(feed_key(e["feed"]) for e in dataset.feed_entries(**filters))
+
+
+def delivered(records: list[dict[str, t.Any]]) -> collections.Counter[Key]:
+    return collections.Counter(feed_key(r["feed"]) for r in records)
+
+
+@pytest.fixture(scope="module")
+def skewed() -> t.Iterator[Emulator]:
+    with Emulator(Dataset(**SKEWED), credential=CREDENTIAL, latency=0.01) as emulator:
+        yield emulator
+
+
+def feed_config(emulator: Emulator, **settings: t.Any) -> dict[str, t.Any]:
+    return {**tap_config(emulator), "exclusion_entitlements": [], **settings}
+
+
+class Bodies:
+    """Every grant feed request body a tap sends (a requests response hook: public API)."""
+
+    def __init__(self, tap: TapAccessGov) -> None:
+        self.sent: list[dict[str, t.Any]] = []
+        self._lock = threading.Lock()
+        tap.streams["grant_feed"].requests_session.hooks["response"].append(self._hook)  # type: ignore[attr-defined]
+
+    @property
+    def windows(self) -> set[tuple[str | None, str | None]]:
+        """The distinct (after, before) pairs sent: one per time window read."""
+        return {(body.get("after"), body.get("before")) for body in self.sent}
+
+    def _hook(self, response: requests.Response, *args: t.Any, **kwargs: t.Any) -> None:
+        if response.request.path_url == FEED and response.request.body:
+            with self._lock:
+                self.sent.append(json.loads(response.request.body))
+
+
+def test_skewed_feed_is_delivered_exactly_once_in_windows(skewed: Emulator) -> None:
+    config = feed_config(skewed)
+    tap = TapAccessGov(config=config, parse_env_config=False)
+    bodies = Bodies(tap)
+    result = sync(config, tap=tap)
+    assert delivered(result.records["grant_feed"]) == truth(
+        skewed.dataset, after=config["start_date"]
+    )
+    windows = {(b.get("after"), b.get("before")) for b in bodies.sent}
+    assert len(windows) >= 32  # 4 windows per request in flight, and then the dense ones split
+
+
+def test_dense_windows_are_split(skewed: Emulator) -> None:
+    """The burst holds a third of the events in a few days: the windows cut over it at the
+    start are split into narrower ones, and the result is still exact."""
+    config = feed_config(skewed)
+    tap = TapAccessGov(config=config, parse_env_config=False)
+    bodies = Bodies(tap)
+    result = sync(config, tap=tap)
+    assert delivered(result.records["grant_feed"]) == truth(
+        skewed.dataset, after=config["start_date"]
+    )
+    widths = collections.Counter()
+    for after, before in {(b.get("after"), b.get("before")) for b in bodies.sent}:
+        if after and before:
+            widths[ns(before) - ns(after)] += 1
+    widest = max(widths)
+    narrow = [w for w in widths if w * 3 <= widest * 2]  # pieces of a cut window
+    assert narrow, f"no window was split: widths {sorted(widths)}"
+    # Each split window was read in its first pages only: no window needed many pages.
+    pages = collections.Counter(
+        (b.get("after"), b.get("before")) for b in bodies.sent if b.get("pageToken")
+    )
+    assert max(pages.values()) <= 12
+
+
+def test_every_window_request_carries_the_filters(skewed: Emulator) -> None:
+    ds = skewed.dataset
+    apps = ds.apps[:3]
+    entitlements = [
+        {"app_id": app_id, "id": entitlement} for app_id, entitlement in ds.entitlements[:40]
+    ]
+    app_users = [
+        {"app_id": ds.apps[a], "id": ds.app_user_id(a, u)} for a in range(3) for u in range(200)
+    ]
+    users = ds.user_ids[:150]
+    config = feed_config(
+        skewed,
+        app_ids=apps,
+        app_entitlement_refs=entitlements,
+        app_user_refs=app_users,
+        user_ids=users,
+        expand_mask=["app_id", "ticket_id"],
+    )
+    tap = TapAccessGov(config=config, parse_env_config=False)
+    bodies = Bodies(tap)
+    result = sync(config, tap=tap)
+    expected = truth(
+        ds,
+        after=config["start_date"],
+        app_ids=apps,
+        app_entitlement_refs=[(r["app_id"], r["id"]) for r in entitlements],
+        app_user_refs=[(r["app_id"], r["id"]) for r in app_users],
+        user_ids=users,
+    )
+    assert expected, "the filters leave events to find"
+    assert delivered(result.records["grant_feed"]) == expected
+    assert len(bodies.windows) > 8, "read in windows"
+    for body in bodies.sent:
+        assert body["appRefs"] == [{"id": app_id} for app_id in apps]
+        assert body["appEntitlementRefs"] == [
+            {"appId": r["app_id"], "id": r["id"]} for r in entitlements
+        ]
+        assert body["appUserRefs"] == [{"appId": r["app_id"], "id": r["id"]} for r in app_users]
+        assert body["userRefs"] == [{"id": user_id} for user_id in users]
+        assert body["expandMask"] == {"paths": ["app_id", "ticket_id"]}
+        assert "after" in body or "before" in body
+
+
+def test_final_state_is_the_plain_bookmark_and_windows_are_saved_as_they_complete(
+    skewed: Emulator,
+) -> None:
+    config = feed_config(skewed)
+    result = sync(config)
+    records = result.records["grant_feed"]
+    latest = max(records, key=lambda r: ns(r["date"]))["date"]
+    assert result.state["bookmarks"]["grant_feed"] == {
+        "replication_key": "date",
+        "replication_key_value": latest,
+    }
+    midway = [s["bookmarks"].get("grant_feed", {}).get("backfill") for s in result.states]
+    saved = [m for m in midway if m]
+    assert len(saved) > 10, "a STATE as windows complete"
+    assert len(saved[-1]["completed"]) == 1, "all windows done: one merged range"
+
+
+def test_a_nightly_incremental_run_is_a_few_requests_not_a_backfill() -> None:
+    dataset = Dataset(**{**SKEWED, "events": 500})
+    with Emulator(dataset, credential=CREDENTIAL) as emulator:
+        config = feed_config(emulator)
+        first = sync(config)
+        before = dataset.total
+        emulator.add_events(count=120)
+        emulator.reset_stats()
+        second = sync(config, state=first.state)
+        bookmark = first.state["bookmarks"]["grant_feed"]["replication_key_value"]
+        assert delivered(second.records["grant_feed"]) == truth(dataset, after=bookmark)
+        assert len(second.records["grant_feed"]) >= dataset.total - before
+        assert emulator.stats["api_requests"] <= 3  # 120 new events: two pages of 100
+
+
+def test_a_state_file_of_the_previous_version_is_accepted(skewed: Emulator) -> None:
+    ds = skewed.dataset
+    entries = ds.feed_entries()
+    middle = sorted(ns(e["feed"]["date"]) for e in entries)[len(entries) // 2]
+    bookmark = next(e["feed"]["date"] for e in entries if ns(e["feed"]["date"]) == middle)
+    old = {
+        "bookmarks": {"grant_feed": {"replication_key": "date", "replication_key_value": bookmark}}
+    }
+    config = feed_config(skewed)
+    tap = TapAccessGov(config=config, state=old, parse_env_config=False)
+    bodies = Bodies(tap)
+    result = sync(config, tap=tap)
+    assert delivered(result.records["grant_feed"]) == truth(ds, after=bookmark)
+    assert len(bodies.windows) > 8, "the rest of the feed is read in windows"
+    assert all(after and ns(after) >= ns(bookmark) for after, _ in bodies.windows)
+    assert set(result.state["bookmarks"]["grant_feed"]) == {
+        "replication_key",
+        "replication_key_value",
+    }
+
+
+def test_no_start_date_and_no_state_reads_everything(skewed: Emulator) -> None:
+    config = feed_config(skewed)
+    del config["start_date"]
+    tap = TapAccessGov(config=config, parse_env_config=False)
+    bodies = Bodies(tap)
+    result = sync(config, tap=tap)
+    assert delivered(result.records["grant_feed"]) == truth(skewed.dataset)
+    # A few probes find the earliest event, then windows are cut from there; the first
+    # window has no lower bound, so nothing older can be missed.
+    assert len(bodies.windows) > 8
+    assert sum(1 for after, _ in bodies.windows if after is None) >= 2
+
+
+def test_a_service_allowing_two_requests_in_flight_still_gets_an_exact_run(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    dataset = Dataset(**{**SKEWED, "events": 1500})
+    with Emulator(dataset, credential=CREDENTIAL, latency=0.05, max_in_flight=2) as emulator:
+        config = feed_config(emulator)
+        with caplog.at_level(logging.INFO):
+            result = sync(config)
+        stats = emulator.stats
+    assert delivered(result.records["grant_feed"]) == truth(dataset, after=config["start_date"])
+    assert stats["throttled"] > 0
+    assert stats["peak_in_flight"] <= 2
+    slowed = [r.getMessage() for r in caplog.records if "slowing down" in r.getMessage()]
+    assert len(slowed) == 1, slowed
+    assert "from 8 to 4 requests in flight" in slowed[0]
+
+
+def test_the_budget_halves_once_per_round_and_grows_slowly() -> None:
+    budget = RequestBudget(8, logging.getLogger("test"))
+    stop = threading.Event()
+    rounds = []
+    for _ in range(6):  # six requests of the same round meet a 429
+        with budget.attempt(stop) as started_in:
+            rounds.append(started_in)
+    for started_in in rounds:
+        budget.throttled(started_in, retry_after=None)
+    assert budget.limit == 4, "one slow-down for one burst"
+    with budget.attempt(stop) as started_in:
+        pass
+    budget.throttled(started_in, retry_after=None)
+    assert (budget.limit, budget.lowest, budget.slowdowns) == (2, 2, 2)
+    for _ in range(50):
+        budget.succeeded()
+    assert budget.limit == 2, "no growth before a quiet interval"
+    stop.set()
+    with pytest.raises(SyncStopped), budget.attempt(stop):
+        pass
+
+
+def test_concurrent_windows_meeting_a_revoked_token_renew_it_once(skewed: Emulator) -> None:
+    config = feed_config(skewed)
+    tap = TapAccessGov(config=config, parse_env_config=False)
+    bodies = Bodies(tap)
+    tap.authenticator.update_access_token()
+    skewed.revoke_tokens()
+    skewed.reset_stats()
+    result = sync(config, tap=tap)
+    assert len(bodies.windows) > 8
+    assert delivered(result.records["grant_feed"]) == truth(
+        skewed.dataset, after=config["start_date"]
+    )
+    assert skewed.stats["unauthorized"] >= 1
+    assert skewed.stats["token_requests"] == 1, "one new token for all the windows"
+
+
+def test_a_failed_run_does_not_wait_for_retries_and_leaves_no_thread() -> None:
+    dataset = Dataset(**SKEWED)
+    with Emulator(dataset, credential=CREDENTIAL, latency=0.05) as emulator:
+        emulator.faults.add("429", path=FEED, times=6, retry_after=40)
+        emulator.faults.add("403", path=FEED, times=1)
+        started = time.monotonic()
+        with pytest.raises(Exception, match="403"):
+            sync(feed_config(emulator))
+        took = time.monotonic() - started
+    assert took < 15, f"the failed run waited {took:.0f} s for retries"
+    assert not [th.name for th in threading.enumerate() if th.name.startswith("grant-feed")]
+
+
+def test_no_worker_thread_outlives_a_sync(skewed: Emulator) -> None:
+    config = feed_config(skewed)
+    tap = TapAccessGov(config=config, parse_env_config=False)
+    workers: set[threading.Thread] = set()
+    tap.streams["grant_feed"].requests_session.hooks["response"].append(  # type: ignore[attr-defined]
+        lambda response, *args, **kwargs: workers.add(threading.current_thread())
+    )
+    sync(config, tap=tap)
+    assert len(workers) > 1, "the windows were read by worker threads"
+    assert not [thread for thread in workers if thread.is_alive()]
+
+
+def test_sigkill_mid_backfill_then_resume_rereads_only_windows_in_flight(tmp_path: Path) -> None:
+    """The command line killed with SIGKILL after a few windows completed; a rerun from the
+    last STATE it wrote reads nothing that state calls complete, and the two runs together
+    deliver every event."""
+    dataset = Dataset(**SKEWED)
+    with Emulator(dataset, credential=CREDENTIAL, latency=0.05) as emulator:
+        config = feed_config(emulator)
+        catalog = catalog_selecting(config, {"grant_feed": None})
+        paths = {}
+        for name, content in (("config", config), ("catalog", catalog)):
+            paths[name] = tmp_path / f"{name}.json"
+            paths[name].write_text(json.dumps(content))
+        command = [
+            str(BIN_TAP),
+            "--config",
+            str(paths["config"]),
+            "--catalog",
+            str(paths["catalog"]),
+        ]
+        process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        )
+        assert process.stdout is not None
+        lines, completions = [], 0
+        for line in process.stdout:
+            lines.append(line)
+            if '"backfill"' in line:
+                completions += 1
+                if completions == 12:
+                    process.send_signal(signal.SIGKILL)
+                    break
+        lines.extend(process.stdout.read().splitlines(keepends=True))
+        process.wait(timeout=30)
+        assert process.returncode == -signal.SIGKILL
+        killed = parse_singer("".join(line for line in lines if line.endswith("\n")))
+        state = killed.states[-1]
+        completed = state["bookmarks"]["grant_feed"]["backfill"]["completed"]
+        paths["state"] = tmp_path / "state.json"
+        paths["state"].write_text(json.dumps(state))
+        rerun = subprocess.run(
+            [*command, "--state", str(paths["state"])],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=True,
+        )
+    resumed = parse_singer(rerun.stdout)
+    first, second = (
+        delivered(killed.records["grant_feed"]),
+        delivered(resumed.records["grant_feed"]),
+    )
+    expected = truth(dataset, after=config["start_date"])
+    assert set(first) | set(second) == set(expected)
+
+    def in_completed(key: Key) -> bool:
+        instant = int(key[-1])
+        return any(
+            (a is None or ns(a) <= instant) and (b is None or instant < ns(b)) for a, b in completed
+        )
+
+    assert not [key for key in second if in_completed(key)], "a completed window was read again"
+    twice = set(first) & set(second)
+    # Read twice: only events of windows that were in flight (started, not complete).
+    assert all(not in_completed(key) for key in twice)
+    assert sum(second.values()) < sum(expected.values())
+    assert resumed.state["bookmarks"]["grant_feed"] == {
+        "replication_key": "date",
+        "replication_key_value": max(
+            (r["date"] for r in killed.records["grant_feed"] + resumed.records["grant_feed"]),
+            key=ns,
+        ),
+    }
+
+
+def test_completed_windows_merge_and_only_the_rest_is_read_again() -> None:
+    ms = 1_000_000  # ns
+    backfill = Backfill("digest")
+    for a, b in ((30, 40), (None, 10), (50, None), (10, 20)):
+        backfill.complete(Window(a and a * ms, b and b * ms))
+    assert backfill.completed == [(None, 20 * ms), (30 * ms, 40 * ms), (50 * ms, None)]
+    left = backfill.remaining(cut(None, None, 0, 100 * ms, 4))
+    assert [(w.start, w.end) for w in left] == [
+        (20 * ms, 25 * ms),
+        (25 * ms, 30 * ms),
+        (40 * ms, 50 * ms),
+    ]
+    assert [(w.start, w.end) for w in cut(None, None, 0, 1, 4)] == [(None, None)]
+    saved = backfill.to_state()
+    assert Backfill.from_state({"backfill": saved}, "digest") == backfill
+    assert Backfill.from_state({"backfill": saved}, "other filters") is None
