@@ -8,6 +8,7 @@ import requests
 
 from emulator import Emulator
 from emulator.tests.conftest import FEED, exclusions_url, login, small_dataset, traverse
+from emulator.tests.test_catalog import entries, list_all
 from emulator.tests.test_exclusions import traverse_exclusions
 
 
@@ -99,3 +100,43 @@ def test_removals_over_http(emulator: Emulator) -> None:
         assert response.status_code == 400, bad
     assert requests.get(control + "remove", timeout=10).status_code == 405
     assert api.post(emulator.url + FEED, json={}, timeout=10).status_code == 200
+
+
+def catalog(emu: Emulator, api: requests.Session) -> tuple[list[str], set[tuple[str, str]]]:
+    """The app ids ``GET /api/v1/apps`` lists, and every (app, entitlement) their entitlements
+    endpoints list."""
+    apps = [app["id"] for app in entries(list_all(api, f"{emu.url}/api/v1/apps"))]
+    found = set()
+    for app_id in apps:
+        views = entries(list_all(api, f"{emu.url}/api/v1/apps/{app_id}/entitlements"))
+        found |= {(app_id, view["appEntitlement"]["id"]) for view in views}
+    return apps, found
+
+
+def test_removed_apps_and_entitlements_leave_the_catalog(emulator: Emulator) -> None:
+    api = login(emulator)
+    ds = emulator.dataset
+    apps, entitlements = catalog(emulator, api)
+    assert apps == [app.id for app in ds.catalog_apps]
+    automated = set(ds.automated_entitlements)
+    gone = ds.exclusion_entitlements[0]
+    catalog_only = ds.catalog_apps[-1]  # an app no grant event names
+    assert gone in automated
+    assert catalog_only.id not in ds.apps
+
+    emulator.remove(app_id=gone[0], app_entitlement_id=gone[1])
+    emulator.remove(app_id=catalog_only.id)
+    after_apps, after_entitlements = catalog(emulator, api)
+    assert after_apps == [app for app in apps if app != catalog_only.id]
+    assert after_entitlements == {
+        key for key in entitlements if key != gone and key[0] != catalog_only.id
+    }
+    url = f"{emulator.url}/api/v1/apps/{catalog_only.id}/entitlements"
+    assert api.get(url, timeout=10).status_code == 404
+    assert set(ds.automated_entitlements) == {
+        key for key in automated if key != gone and key[0] != catalog_only.id
+    }
+
+    emulator.restore(app_id=gone[0], app_entitlement_id=gone[1])
+    emulator.restore(app_id=catalog_only.id)
+    assert catalog(emulator, api) == (apps, entitlements)
