@@ -5,7 +5,8 @@ Shapes from the vendor's published OpenAPI: an App and an AppEntitlement with ev
 description now and then), entitlements wrapped in an AppEntitlementView, paging in the query
 string (``page_size``, ``page_token``), 404 for an unknown app. The catalog agrees with the
 feed (the same ids and display names as its expanded objects) and with the exclusions
-(``isAutomationEnabled`` is on for every entitlement that has exclusions).
+(``isAutomationEnabled`` is on for every entitlement that has exclusions). An app or app
+entitlement removed (``Dataset.remove``) leaves the lists; a removed app answers 404.
 """
 
 from __future__ import annotations
@@ -141,8 +142,9 @@ def list_apps(
     ds: Dataset, tokens: PageTokens, query: dict[str, list[str]], emit_unpopulated: bool
 ) -> dict[str, Any]:
     """One page of ``GET /api/v1/apps``."""
-    positions, next_token = _page(tokens, digest_of(["apps"]), query, len(ds.catalog_apps))
-    apps = [app_object(ds, p) for p in positions]
+    listed = ds.current_apps()
+    page_range, next_token = _page(tokens, digest_of(["apps"]), query, len(listed))
+    apps = [app_object(ds, listed[n]) for n in page_range]
     if emit_unpopulated:
         return {"list": apps, "nextPageToken": next_token}
     page: dict[str, Any] = {"list": [unpopulated.stripped(app) for app in apps] or None}
@@ -161,13 +163,14 @@ def list_app_entitlements(
     """One page of ``GET /api/v1/apps/{app_id}/entitlements``: AppEntitlementViews (nothing is
     expanded, so the view's paths are empty)."""
     found = ds.catalog_app(app_id)
-    if found is None:
+    if found is None or found[0] not in ds.current_apps():
         raise ApiError(404, NOT_FOUND, "app not found")
-    position, app = found
+    position = found[0]
+    listed = ds.current_entitlements(position)
     digest = digest_of(["app_entitlements", app_id])
-    positions, next_token = _page(tokens, digest, query, len(app.entitlement_ids))
+    page_range, next_token = _page(tokens, digest, query, len(listed))
     views = []
-    for k in positions:
+    for k in (listed[n] for n in page_range):
         entitlement = app_entitlement_object(ds, position, k)
         view: dict[str, Any] = {
             "appEntitlement": entitlement,

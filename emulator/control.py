@@ -193,6 +193,14 @@ class Emulator:
         """Append feed events (see Dataset.add_events); returns the new event total."""
         return self.dataset.add_events(count=count, dates=dates)
 
+    def remove(self, **ids: str) -> None:
+        """Delete an exclusion, a user, an app entitlement or an app (see Dataset.remove)."""
+        self.dataset.remove(**ids)
+
+    def restore(self, **ids: str) -> None:
+        """Bring back what remove() deleted (see Dataset.restore)."""
+        self.dataset.restore(**ids)
+
     def tenant(self) -> dict[str, Any]:
         """What a client of this tenant is told, in the service's terms: where it answers, the
         API credential, an instant before every grant event, and the app entitlements that
@@ -218,7 +226,15 @@ class Emulator:
             if method != "GET":
                 raise method_not_allowed("GET")
             return readers[action]()
-        if action not in ("reset-stats", "events", "faults", "settings", "revoke-tokens"):
+        if action not in (
+            "reset-stats",
+            "events",
+            "faults",
+            "settings",
+            "revoke-tokens",
+            "remove",
+            "restore",
+        ):
             raise ApiError(404, NOT_FOUND, "no such emulator control")
         if method != "POST":
             raise method_not_allowed("POST")
@@ -238,6 +254,10 @@ class Emulator:
             self.reset_stats()
         elif action == "revoke-tokens":
             self.revoke_tokens()
+        elif action in ("remove", "restore"):
+            if not all(isinstance(value, str) for value in args.values()):
+                raise ValueError("ids must be strings")
+            (self.remove if action == "remove" else self.restore)(**args)
         elif action == "events":
             total = self.add_events(count=int(args.get("count", 0)), dates=args.get("dates"))
             return {"total": total}

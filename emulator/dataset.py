@@ -168,6 +168,11 @@ class Dataset:
         self._lock = threading.Lock()
         self._build_catalog(apps, users)
         self._build_exclusions(exclusion_entitlements, max_exclusions)
+        # What remove() deleted on the service since (restore() brings it back).
+        self._removed_apps: set[int] = set()
+        self._removed_entitlements: set[tuple[int, int]] = set()
+        self._removed_users: set[int] = set()
+        self._removed_exclusions: set[tuple[int, int, int]] = set()
         self._plan_lifecycles(events)
         self._build_catalog_only_apps(catalog_apps, catalog_entitlements)
         # Event i's date is base + i*step + jitter, jitter in [0, window), then rounded by
@@ -272,12 +277,13 @@ class Dataset:
 
     @property
     def automated_entitlements(self) -> list[tuple[str, str]]:
-        """Ground truth: every (app id, entitlement id) with automation on, in catalog order."""
+        """Ground truth: every (app id, entitlement id) with automation on, in catalog order
+        (removed ones left out)."""
         return [
             (app.id, ent)
             for position, app in enumerate(self.catalog_apps)
             for k, ent in enumerate(app.entitlement_ids)
-            if self.is_automated(position, k)
+            if self.is_automated(position, k) and self.entitlement_exists(position, k)
         ]
 
     @property
@@ -305,10 +311,27 @@ class Dataset:
         """(app, entitlement) indexes of an entitlement of the feed's apps."""
         return self._ent_index.get((app_id, entitlement_id))
 
-    def has_entitlement(self, app_id: str, entitlement_id: str) -> bool:
-        """Whether the tenant's catalog has this app entitlement (ids are per app)."""
+    def catalog_entitlement(self, app_id: str, entitlement_id: str) -> tuple[int, int] | None:
+        """(position in the catalog, entitlement index) of an app entitlement of the catalog,
+        removed or not (ids are per app); for the feed's apps the same as entitlement_index."""
         found = self.catalog_app(app_id)
-        return found is not None and entitlement_id in found[1].entitlement_ids
+        if found is None or entitlement_id not in found[1].entitlement_ids:
+            return None
+        return found[0], found[1].entitlement_ids.index(entitlement_id)
+
+    def has_entitlement(self, app_id: str, entitlement_id: str) -> bool:
+        """Whether the tenant's catalog has this app entitlement now (not removed)."""
+        index = self.catalog_entitlement(app_id, entitlement_id)
+        return index is not None and self.entitlement_exists(*index)
+
+    def current_apps(self) -> list[int]:
+        """Catalog positions of the apps the service lists now (removed ones left out)."""
+        return [p for p in range(len(self.catalog_apps)) if p not in self._removed_apps]
+
+    def current_entitlements(self, position: int) -> list[int]:
+        """Indexes of the entitlements the catalog's app at ``position`` lists now."""
+        count = len(self.catalog_apps[position].entitlement_ids)
+        return [k for k in range(count) if self.entitlement_exists(position, k)]
 
     # ----- expanded objects (protobuf Any style) --------------------------------------------
 
@@ -383,11 +406,92 @@ class Dataset:
 
     @property
     def exclusion_entitlements(self) -> list[tuple[str, str]]:
+        """The app entitlements chosen to have exclusions (removed ones included: a client
+        configured with them meets the 404)."""
         return [(self._apps[a].id, self._apps[a].entitlement_ids[k]) for a, k in self._exclusions]
 
     def exclusion_members(self, a: int, k: int) -> list[int]:
-        """User indexes excluded on entitlement (a, k) in server order; [] if none/unknown."""
-        return self._exclusions.get((a, k), [])
+        """User indexes excluded on entitlement (a, k) in server order; [] if none/unknown or
+        removed (see remove())."""
+        if not self.entitlement_exists(a, k):
+            return []
+        members = self._exclusions.get((a, k), [])
+        if not (self._removed_users or self._removed_exclusions):
+            return members
+        return [
+            u
+            for u in members
+            if u not in self._removed_users and (a, k, u) not in self._removed_exclusions
+        ]
+
+    # ----- removals between runs ------------------------------------------------------------
+
+    def entitlement_exists(self, a: int, k: int) -> bool:
+        """False once the app or the entitlement was removed (its endpoints answer 404)."""
+        return a not in self._removed_apps and (a, k) not in self._removed_entitlements
+
+    def remove(
+        self,
+        *,
+        app_id: str | None = None,
+        app_entitlement_id: str | None = None,
+        user_id: str | None = None,
+    ) -> None:
+        """Delete something on the service, as an administrator would between two runs:
+
+        - ``app_id``, ``app_entitlement_id`` and ``user_id``: one automation exclusion;
+        - ``user_id`` alone: a user (gone from every exclusion list);
+        - ``app_id`` and ``app_entitlement_id``: an app entitlement (its exclusions endpoint
+          answers 404);
+        - ``app_id`` alone: an app (every entitlement of it answers 404).
+
+        The grant feed is history and keeps every event. ``restore()`` takes the same ids."""
+        self._set_removed(app_id, app_entitlement_id, user_id, removed=True)
+
+    def restore(
+        self,
+        *,
+        app_id: str | None = None,
+        app_entitlement_id: str | None = None,
+        user_id: str | None = None,
+    ) -> None:
+        """Undo remove() with the same ids: the exclusion, user, entitlement or app is back."""
+        self._set_removed(app_id, app_entitlement_id, user_id, removed=False)
+
+    def _set_removed(
+        self, app_id: str | None, entitlement_id: str | None, user_id: str | None, *, removed: bool
+    ) -> None:
+        store: set[Any]
+        target: Any
+        if app_id is not None and entitlement_id is not None:
+            if (index := self.catalog_entitlement(app_id, entitlement_id)) is None:
+                raise ValueError(f"no app entitlement {entitlement_id!r} in app {app_id!r}")
+            if user_id is None:
+                store, target = self._removed_entitlements, index
+            else:
+                if (u := self._user_index.get(user_id)) is None:
+                    raise ValueError(f"no user {user_id!r}")
+                if u not in self._exclusions.get(index, []):
+                    raise ValueError(f"user {user_id!r} is not excluded on {entitlement_id!r}")
+                store, target = self._removed_exclusions, (*index, u)
+        elif app_id is not None and user_id is None:
+            if (found := self.catalog_app(app_id)) is None:
+                raise ValueError(f"no app {app_id!r}")
+            store, target = self._removed_apps, found[0]
+        elif user_id is not None and app_id is None and entitlement_id is None:
+            if (u := self._user_index.get(user_id)) is None:
+                raise ValueError(f"no user {user_id!r}")
+            store, target = self._removed_users, u
+        else:
+            raise ValueError(
+                "name an exclusion (app_id, app_entitlement_id, user_id), a user (user_id), "
+                "an app entitlement (app_id, app_entitlement_id) or an app (app_id)"
+            )
+        with self._lock:
+            if removed:
+                store.add(target)
+            else:
+                store.discard(target)
 
     def exclusion_entry(self, a: int, k: int, u: int) -> dict[str, Any]:
         app = self._apps[a]
@@ -699,9 +803,9 @@ class Dataset:
         """One row per automation exclusion: who, and whether they hold that entitlement."""
         held = {i[:3] for i in self.grants_at(at)}
         rows = []
-        for (a, k), members in self._exclusions.items():
+        for a, k in self._exclusions:
             app = self._apps[a]
-            for u in members:
+            for u in self.exclusion_members(a, k):
                 user = make_user(self.user_context(), u)
                 app_user = self._app_users[a][u]
                 rows.append(

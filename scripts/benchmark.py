@@ -30,6 +30,8 @@ In one run, alternating the two sides of each comparison and reporting medians:
 8. the models at warehouse scale (``--only models``, scripts/model_benchmark.py): 100,000 and
    1,000,000 events loaded into fresh tables by the shipped loaders, then ``dbt build`` right
    away, load and build side by side per engine; then a nightly load and rebuild.
+9. full-table snapshots (``--only snapshots``, scripts/benchmark_snapshots.py): the shipped
+   snapshot markers against ACTIVATE_VERSION with the ``_sdc_*`` metadata it needs.
 
 Peak RSS under Meltano: Meltano starts the tap and the target as its own children, so
 ``os.wait4`` on Meltano would report only the largest process of the tree. A thread polls
@@ -694,7 +696,7 @@ def discovery(
             )
 
 
-SECTIONS = ("feed", "rss", "exclusions", "discovery", "e2e", "backfill", "models")
+SECTIONS = ("feed", "rss", "exclusions", "discovery", "e2e", "backfill", "models", "snapshots")
 
 
 def main() -> None:
@@ -773,6 +775,10 @@ def main() -> None:
             backfill(args, workdir, report)
         if "models" in args.only:
             models(args, workdir, report)
+        if "snapshots" in args.only:
+            from benchmark_snapshots import full_table_snapshots
+
+            full_table_snapshots(args, workdir, report)
 
     print("\nSummary (paste into the README):\n```\n" + "\n".join(lines) + "\n```")
 

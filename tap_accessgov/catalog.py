@@ -88,7 +88,7 @@ class AppsStream(QueryPaging, AccessGovStream):
 
     @override
     def post_process(self, row: Record, context: Context | None = None) -> Record | None:
-        return self.known_fields.apply(row)
+        return super().post_process(self.known_fields.apply(row), context)
 
 
 class AppEntitlementsStream(QueryPaging, ConcurrentPartitionsStream):
@@ -162,4 +162,4 @@ class AppEntitlementsStream(QueryPaging, ConcurrentPartitionsStream):
 
     @override
     def post_process(self, row: Record, context: Context | None = None) -> Record | None:
-        return self.known_fields.apply(row)
+        return super().post_process(self.known_fields.apply(row), context)

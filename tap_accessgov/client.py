@@ -23,6 +23,7 @@ from tap_accessgov.errors import (
 )
 from tap_accessgov.paging import NextPageTokenPaginator, page_body, where
 from tap_accessgov.progress import DryRunLimit, ProgressReportingStream
+from tap_accessgov.snapshots import SnapshotStream
 
 if t.TYPE_CHECKING:
     from singer_sdk import Tap
@@ -60,7 +61,7 @@ class ApiConnection(t.Protocol):
     def state_writer(self) -> StateWriting: ...
 
 
-class AccessGovStream(RESTStream[str | None], ProgressReportingStream):
+class AccessGovStream(RESTStream[str | None], ProgressReportingStream, SnapshotStream):
     """Base stream for the service's API.
 
     Per-record costs left in a profile of a 50k-event grant_feed sync are the SDK's (0.54.9),

@@ -14,6 +14,7 @@ from tap_accessgov.excluded_users import ExcludedUsers, PartitionKey
 from tap_accessgov.paging import RepeatedPageTokenError, page_body
 from tap_accessgov.prefetch import ConcurrentPartitionsStream
 from tap_accessgov.progress import DryRunLimit, ProgressReportingStream
+from tap_accessgov.snapshots import SnapshotStream
 
 if t.TYPE_CHECKING:
     import requests
@@ -157,7 +158,7 @@ def partition_key(context: Context | dict[str, t.Any]) -> PartitionKey:
     return (context["appId"], context["appEntitlementId"])
 
 
-class UsersStream(ProgressReportingStream):
+class UsersStream(ProgressReportingStream, SnapshotStream):
     """Users found in automation exclusions, one record per user id per run.
 
     A top-level stream synced after ``automation_exclusions``: it emits the users that stream
@@ -196,4 +197,6 @@ class UsersStream(ProgressReportingStream):
     def post_process(
         self, row: dict[str, t.Any], context: Context | None = None
     ) -> dict[str, t.Any] | None:
-        return self.known_fields.apply(row)
+        """Only the User fields the schema knows (see schemas.KnownFields), stamped with the
+        run's snapshot."""
+        return super().post_process(self.known_fields.apply(row), context)

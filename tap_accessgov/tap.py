@@ -24,6 +24,7 @@ from tap_accessgov.exclusions import AutomationExclusionsStream, UsersStream
 from tap_accessgov.grant_feed import GrantFeedStream
 from tap_accessgov.output import OutputWriter
 from tap_accessgov.request_budget import RequestBudget
+from tap_accessgov.snapshots import FullTableSnapshotsStream, SnapshotStream
 
 if t.TYPE_CHECKING:
     from singer_sdk.streams import Stream
@@ -166,6 +167,18 @@ class TapAccessGov(Tap):
             token_url=f"{self.api_url}/auth/v1/token",
         )
 
+    @property
+    @override
+    def streams(self) -> dict[str, Stream]:
+        """The SDK's streams in its order (by name, ``load_streams`` is final), except that
+        ``full_table_snapshots`` comes last: ``sync_all`` syncs them in this order."""
+        return dict(
+            sorted(
+                super().streams.items(),
+                key=lambda item: isinstance(item[1], FullTableSnapshotsStream),
+            )
+        )
+
     @cached_property
     def request_budget(self) -> RequestBudget:
         """One budget of requests in flight for every stream and worker of the run."""
@@ -174,17 +187,20 @@ class TapAccessGov(Tap):
     @override
     def discover_streams(self) -> list[Stream]:
         """In sync order: the catalog before the exclusions it finds, ``users`` after
-        ``automation_exclusions``, whose users it emits."""
+        ``automation_exclusions``, whose users it emits, and ``full_table_snapshots`` last,
+        when every full-table stream before it is complete."""
         apps = AppsStream(self, connection=self)
         app_entitlements = AppEntitlementsStream(self, connection=self, apps=apps)
         exclusions = AutomationExclusionsStream(self, connection=self, catalog=app_entitlements)
-        return [
+        streams: list[Stream] = [
             GrantFeedStream(self, connection=self),
             apps,
             app_entitlements,
             exclusions,
             UsersStream(self, exclusions=exclusions),
         ]
+        snapshot_streams = [s for s in streams if isinstance(s, SnapshotStream)]
+        return [*streams, FullTableSnapshotsStream(self, snapshot_streams=snapshot_streams)]
 
 
 # The streams' classes, for what needs their names without a tap (``--test``'s success line).

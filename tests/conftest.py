@@ -199,6 +199,12 @@ def sync(
     return parse_singer(out.buffer.getvalue().decode())  # type: ignore[attr-defined]
 
 
+def without_run(record: dict[str, t.Any]) -> dict[str, t.Any]:
+    """A record without the fields that name the run it came from (full-table snapshots:
+    ``snapshotAt``, ``completedAt``), for comparing two runs' output."""
+    return {k: v for k, v in record.items() if k not in ("snapshotAt", "completedAt")}
+
+
 def tap_config(emulator: Emulator) -> dict[str, t.Any]:
     """The tap's settings for an emulated tenant: the emulator describes its tenant in the
     service's terms and knows nothing of the tap's settings. No exclusion_entitlements: the

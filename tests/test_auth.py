@@ -40,7 +40,7 @@ def test_each_method_gets_exactly_one_token_per_run(emulator: Emulator, method: 
     assert stats["token_requests"] == 1
     assert stats["unauthorized"] == 0
     assert len(result.records["grant_feed"]) == len(emulator.dataset.feed_entries())
-    assert set(result.records) == set(STREAMS)
+    assert set(result.records) == {*STREAMS, "full_table_snapshots"}
 
 
 def test_token_is_renewed_before_it_expires(emulator: Emulator) -> None:
@@ -158,7 +158,7 @@ def test_connection_test_passes_with_the_credential_and_fails_in_one_line_withou
     assert passed.returncode == 0, passed.stderr[-2000:]
     assert {
         m["stream"] for m in map(json.loads, passed.stdout.splitlines()) if m["type"] == "RECORD"
-    } == set(STREAMS)
+    } == set(STREAMS), "--test reads one record a stream: it completes no full-table snapshot"
     other = make_credential(seed=99, tenant="acme.accessgov.test")
     config = {**tap_config(emulator), "client_secret": other.client_secret}
     failed = run_cli("--config", config_file(config, tmp_path), "--test")

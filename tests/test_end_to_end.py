@@ -120,11 +120,20 @@ def test_meltano_run_into_postgres_as_shipped(
         assert Counter(json.dumps(json.loads(row[0]), sort_keys=True) for row in feeds) == Counter(
             json.dumps(e["feed"], sort_keys=True) for e in emulator.dataset.feed_entries()
         )
+        # the full-table streams' rows of the run's snapshot (each run keeps its own copy)
+        latest = (
+            ' WHERE "snapshotAt" = (SELECT max("snapshotAt") FROM {schema}.full_table_snapshots'
+            " WHERE stream = '%s')"
+        )
         exclusions = table(
             'SELECT "appId", "appEntitlementId", "userId" FROM {schema}.automation_exclusions'
+            + latest % "automation_exclusions"
         )
         assert Counter(exclusions) == truth_exclusions(emulator)
-        users = table('SELECT id, "displayName", email, status, profile::text FROM {schema}.users')
+        users = table(
+            'SELECT id, "displayName", email, status, profile::text FROM {schema}.users'
+            + latest % "users"
+        )
         expected_users = {u: emulator.dataset.user(u) for _, _, u in truth_exclusions(emulator)}
         assert len(users) == len(expected_users)
         for user_id, name, email, status, profile in users:
@@ -154,6 +163,10 @@ def test_meltano_run_into_postgres_as_shipped(
         f"SELECT count(*) FROM {{schema}}.grant_feed WHERE xmin::text::bigint > {before_second_run}"
     )[0]
     assert 120 <= written <= 125
+    (snapshots,) = table('SELECT count(DISTINCT "snapshotAt") FROM {schema}.automation_exclusions')[
+        0
+    ]
+    assert snapshots == 2, "each run's exclusions are kept as a snapshot of their own"
 
 
 def test_every_record_matches_the_schema_the_tap_sends(emulator: Emulator) -> None:
@@ -166,7 +179,7 @@ def test_every_record_matches_the_schema_the_tap_sends(emulator: Emulator) -> No
 
     config = {**tap_config(emulator), "expand_mask": ["*"]}
     result = sync(config)
-    assert set(result.records) == set(STREAMS)
+    assert set(result.records) == {*STREAMS, "full_table_snapshots"}
     assert any("app" in record for record in result.records["grant_feed"])
     for stream, records in result.records.items():
         validator = Draft7Validator(result.schemas[stream], format_checker=FormatChecker())

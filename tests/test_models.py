@@ -57,12 +57,28 @@ def catalog_names(
     ds: Dataset, unknown_apps: frozenset[str] = frozenset()
 ) -> t.Callable[[str, str], tuple[str, str | None, str, str | None]]:
     """(app id, app name, entitlement id, entitlement name) as the marts show them: names from
-    the emulator's catalog, none for an app left out of it (``unknown_apps``)."""
-    apps = {app.id: app for app in ds.catalog_apps if app.id not in unknown_apps}
+    the emulator's catalog as it is now, none for an app left out of it (``unknown_apps``) or
+    removed from it, none for a removed app entitlement."""
+    current = ds.current_apps()
+    apps = {
+        app.id: (position, app)
+        for position, app in enumerate(ds.catalog_apps)
+        if app.id not in unknown_apps and position in current
+    }
 
     def named(app_id: str, entitlement_id: str) -> tuple[str, str | None, str, str | None]:
-        app = apps.get(app_id)
-        names = dict(zip(app.entitlement_ids, app.entitlement_names, strict=True)) if app else {}
+        position, app = apps.get(app_id, (None, None))
+        names = (
+            {
+                ent: name
+                for k, (ent, name) in enumerate(
+                    zip(app.entitlement_ids, app.entitlement_names, strict=True)
+                )
+                if ds.entitlement_exists(position, k)
+            }
+            if app is not None and position is not None
+            else {}
+        )
         return (
             app_id,
             app.display_name if app else None,
@@ -190,16 +206,13 @@ def postgres_env(env: dict[str, str], schema: str) -> dict[str, str]:
     )
 
 
-@pytest.mark.parametrize("emit_unpopulated", [False, True], ids=["omitted", "emitted"])
-def test_models_on_duckdb_equal_the_emulators_truth(
-    meltano_plugins: None, emulator: Emulator, tmp_path: Path, emit_unpopulated: bool
-) -> None:
-    """Unset fields omitted or sent empty ("", false, 0, UNKNOWN): the same answers."""
+def duckdb_models(
+    emulator: Emulator, tmp_path: Path, as_of: int
+) -> tuple[dict[str, str], t.Callable[[str], list[tuple]]]:
+    """Meltano's environment for target-jsonl and dbt-duckdb in ``tmp_path``, and a query on
+    the built models (``{schema}``, ``{granted_at}``, ``{revoked_at}`` filled in)."""
     import duckdb
 
-    emulator.emit_unpopulated = emit_unpopulated
-    ds = emulator.dataset
-    as_of = as_of_instant(ds)
     database = tmp_path / "models.duckdb"
     env = base_env(emulator, tmp_path, as_of) | {
         "TARGET_JSONL_DESTINATION_PATH": str(tmp_path / "jsonl"),
@@ -219,6 +232,41 @@ def test_models_on_duckdb_equal_the_emulators_truth(
                     revoked_at="epoch_us(revoked_at)",
                 )
             ).fetchall()
+
+    return env, query
+
+
+def postgres_models(
+    emulator: Emulator, tmp_path: Path, as_of: int, connection: t.Any, schema: str
+) -> tuple[dict[str, str], t.Callable[[str], list[tuple]]]:
+    """Meltano's environment for target-postgres into ``schema`` and dbt-postgres into
+    ``<schema>_models``, and a query on the built models."""
+    env = postgres_env(base_env(emulator, tmp_path, as_of), schema)
+
+    def query(sql: str) -> list[tuple]:
+        def epoch(column: str) -> str:
+            return f"(extract(epoch FROM {column}) * 1000000)::bigint"
+
+        return connection.execute(
+            sql.format(
+                schema=schema + "_models",
+                granted_at=epoch("granted_at"),
+                revoked_at=epoch("revoked_at"),
+            )
+        ).fetchall()
+
+    return env, query
+
+
+@pytest.mark.parametrize("emit_unpopulated", [False, True], ids=["omitted", "emitted"])
+def test_models_on_duckdb_equal_the_emulators_truth(
+    meltano_plugins: None, emulator: Emulator, tmp_path: Path, emit_unpopulated: bool
+) -> None:
+    """Unset fields omitted or sent empty ("", false, 0, UNKNOWN): the same answers."""
+    emulator.emit_unpopulated = emit_unpopulated
+    ds = emulator.dataset
+    as_of = as_of_instant(ds)
+    env, query = duckdb_models(emulator, tmp_path, as_of)
 
     meltano("run", "tap-accessgov", "target-jsonl", "dbt-duckdb:build", env=env)
     compare(query, truth(ds, as_of))
@@ -250,19 +298,7 @@ def test_models_on_postgres_equal_the_emulators_truth(
     emulator.emit_unpopulated = emit_unpopulated
     ds = emulator.dataset
     as_of = as_of_instant(ds)
-    env = postgres_env(base_env(emulator, tmp_path, as_of), schema)
-
-    def query(sql: str) -> list[tuple]:
-        def epoch(column: str) -> str:
-            return f"(extract(epoch FROM {column}) * 1000000)::bigint"
-
-        return connection.execute(
-            sql.format(
-                schema=schema + "_models",
-                granted_at=epoch("granted_at"),
-                revoked_at=epoch("revoked_at"),
-            )
-        ).fetchall()
+    env, query = postgres_models(emulator, tmp_path, as_of, connection, schema)
 
     meltano("run", "accessgov", env=env)  # the shipped job: load, then build
     compare(query, truth(ds, as_of))
@@ -276,13 +312,29 @@ def test_the_catalog_reads_on_duckdb_when_the_service_omits_a_field_in_every_row
     meltano_plugins: None, tmp_path: Path
 ) -> None:
     """A tenant without automation, whose service omits unset fields: no row of
-    app_entitlements.jsonl has isAutomationEnabled (or a name, or a count)."""
+    app_entitlements.jsonl has isAutomationEnabled (or a name, or a count). Only the latest
+    complete snapshot counts (not the rows of a run that failed half-way)."""
     import duckdb
 
     jsonl, database = tmp_path / "jsonl", tmp_path / "catalog.duckdb"
     jsonl.mkdir()
-    (jsonl / "apps.jsonl").write_text('{"id": "a1", "displayName": "Okta", "extra": 1}\n')
-    (jsonl / "app_entitlements.jsonl").write_text('{"appId": "a1", "id": "e1"}\n')
+    complete, partial = (
+        '"snapshotAt": "2026-01-02T03:04:05.678Z"',
+        '"snapshotAt": "2026-01-03T00:00:00.000Z"',
+    )
+    (jsonl / "apps.jsonl").write_text(
+        f'{{"id": "a1", "displayName": "Okta", "extra": 1, {complete}}}\n'
+        f'{{"id": "a2", "displayName": "Slack", {partial}}}\n'  # a run that failed half-way
+    )
+    (jsonl / "app_entitlements.jsonl").write_text(
+        f'{{"appId": "a1", "id": "e1", {complete}}}\n{{"appId": "a2", "id": "e2", {partial}}}\n'
+    )
+    (jsonl / "full_table_snapshots.jsonl").write_text(
+        "".join(
+            f'{{"stream": "{stream}", {complete}, "completedAt": "2026-01-02T03:05:00.000Z"}}\n'
+            for stream in ("apps", "app_entitlements")
+        )
+    )
     env = {
         **os.environ,
         "MELTANO_SEND_ANONYMOUS_USAGE_STATS": "false",

@@ -1,5 +1,6 @@
 -- One row per app entitlement of the tenant's catalog, keyed by (app, entitlement): ids are
--- unique only within their app. Full-table stream: the most recently updated copy wins. An
+-- unique only within their app. The latest complete snapshot of the full-table stream (see
+-- macros/snapshots.sql): removed entitlements are gone; the most recently updated copy wins. An
 -- empty string is an unset field; an unset isAutomationEnabled is false.
 with ranked as (
     select
@@ -13,7 +14,7 @@ with ranked as (
             partition by "appId", "id"
             order by {{ timestamp_tz('"updatedAt"') }} desc nulls last
         ) as copy_rank
-    from {{ source('accessgov', 'app_entitlements') }}
+    from ({{ latest_complete_snapshot('app_entitlements') }}) as app_entitlements
 )
 
 select app_id, app_entitlement_id, display_name, is_automation_enabled, grant_count, updated_at

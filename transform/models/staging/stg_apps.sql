@@ -1,5 +1,6 @@
--- One row per app of the tenant's catalog (full-table stream: JSONL repeats every app every
--- run; the most recently updated copy wins). An empty string is an unset field (the service
+-- One row per app the tenant's catalog holds now: the latest complete snapshot of the
+-- full-table stream (see macros/snapshots.sql); the most recently updated copy wins should a
+-- snapshot hold an app twice. An empty string is an unset field (the service
 -- may send unset fields empty rather than omit them).
 with ranked as (
     select
@@ -11,7 +12,7 @@ with ranked as (
             partition by "id"
             order by {{ timestamp_tz('"updatedAt"') }} desc nulls last
         ) as copy_rank
-    from {{ source('accessgov', 'apps') }}
+    from ({{ latest_complete_snapshot('apps') }}) as apps
 )
 
 select app_id, display_name, user_count, updated_at

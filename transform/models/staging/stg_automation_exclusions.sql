@@ -1,8 +1,10 @@
--- One row per automation exclusion (full-table stream: JSONL repeats it every run). An empty
--- string is an unset field.
+-- One row per automation exclusion the service holds now: the latest complete snapshot of the
+-- full-table stream (see macros/snapshots.sql); rows of earlier snapshots and of runs that
+-- failed half-way are history (automation_exclusion_history), not current. An empty string
+-- is an unset field.
 select distinct
     "appId" as app_id,
     "appEntitlementId" as app_entitlement_id,
     nullif("appUserId", '') as app_user_id,
     "userId" as user_id
-from {{ source('accessgov', 'automation_exclusions') }}
+from ({{ latest_complete_snapshot('automation_exclusions') }}) as exclusions

@@ -1,6 +1,7 @@
--- One row per user (full-table stream: JSONL repeats every user every run; the most
--- recently updated copy wins). Unset fields may come empty rather than absent: an empty
--- string, and UNKNOWN (the status enums' zero value, i.e. unset), are null here.
+-- One row per user of the service's current exclusion entries: the latest complete snapshot
+-- of the full-table stream (see macros/snapshots.sql); the most recently updated copy wins
+-- should a snapshot hold a user twice. Unset fields may come empty rather than absent: an
+-- empty string, and UNKNOWN (the status enums' zero value, i.e. unset), are null here.
 with ranked as (
     select
         "id" as user_id,
@@ -15,7 +16,7 @@ with ranked as (
             partition by "id"
             order by {{ timestamp_tz('"updatedAt"') }} desc nulls last
         ) as copy_rank
-    from {{ source('accessgov', 'users') }}
+    from ({{ latest_complete_snapshot('users') }}) as users
 )
 
 select user_id, display_name, email, status, directory_status, updated_at

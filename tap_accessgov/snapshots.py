@@ -1,0 +1,131 @@
+"""Full-table snapshots: how the warehouse tells today's exclusions, users (and every other
+full-table stream) from those the service has since removed.
+
+The service has no change feed for these objects, so every run re-reads them whole, and a row
+removed on the service is simply absent from the next read. A loader cannot see an absence:
+target-jsonl appends, target-postgres merges on the key. Singer's ACTIVATE_VERSION would let
+target-postgres delete the rows of older versions, but singer-sdk 0.54 announces the version
+*before* the records (a reader during or after a failed run sees a partly deleted table),
+target-jsonl ignores it, and target-postgres needs ``add_record_metadata`` on every stream for
+it (measured in README "Full-table snapshots"). So instead:
+
+- every record of a full-table stream carries ``snapshotAt``, the run's start (the same instant
+  for every stream of a run), which is also part of its primary key: a merging target keeps
+  each run's copy, an appending one appends it;
+- the ``full_table_snapshots`` stream, synced last, writes one row per full-table stream that
+  was synced in full in this run. The SDK stops a run at the first stream that fails, so a
+  run that fails or is killed half-way writes none, and its partial rows are never part of a
+  complete snapshot.
+
+The models read, per stream, the rows of its latest complete snapshot, and keep the earlier
+snapshots as history (when each entry was last seen). A new full-table stream derived from
+these classes gets all of this without code of its own.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import typing as t
+
+from singer_sdk import typing as th
+from singer_sdk.streams import Stream
+from typing_extensions import override
+
+if t.TYPE_CHECKING:
+    from singer_sdk import Tap
+    from singer_sdk.helpers.types import Context
+
+SNAPSHOT_AT = "snapshotAt"
+
+_SNAPSHOT_PROPERTY = th.Property(
+    SNAPSHOT_AT,
+    th.DateTimeType,
+    required=True,
+    description=(
+        "When the run that read this row started (UTC): the snapshot it belongs to. Complete "
+        "snapshots are listed in full_table_snapshots."
+    ),
+)
+
+
+def snapshot_instant(tap: Tap) -> str:
+    """The run's snapshot id: the tap's start (the SDK's ``initialized_at``, epoch ms) in RFC
+    3339 with milliseconds, a form every warehouse stores exactly."""
+    millis = tap.initialized_at
+    started = datetime.datetime.fromtimestamp(millis // 1000, tz=datetime.UTC)
+    return f"{started:%Y-%m-%dT%H:%M:%S}.{millis % 1000:03d}Z"
+
+
+class SnapshotStream(Stream):
+    """A stream that, when it is full-table (no replication key), stamps every record with the
+    run's ``snapshotAt`` and has it in its schema and primary key.
+
+    The stamp is put on in ``post_process`` (the SDK's per-record hook): a stream that
+    overrides it returns ``super().post_process(row, context)``."""
+
+    def __init__(self, tap: Tap, *args: t.Any, **kwargs: t.Any) -> None:
+        super().__init__(tap, *args, **kwargs)
+        self.snapshot_at: str | None = None
+        if not self.replication_key:
+            self.snapshot_at = snapshot_instant(tap)
+            schema = copy.deepcopy(self.schema)
+            schema["properties"][SNAPSHOT_AT] = _SNAPSHOT_PROPERTY.to_dict()[SNAPSHOT_AT]
+            schema.setdefault("required", []).append(SNAPSHOT_AT)
+            # The streams declare both as class attributes (shadowing the SDK's properties,
+            # one of them read-only), so the per-instance values go on the instance.
+            self.schema = schema  # type: ignore[misc]
+            self.primary_keys = (*self.primary_keys, SNAPSHOT_AT)
+
+    @override
+    def post_process(
+        self, row: dict[str, t.Any], context: Context | None = None
+    ) -> dict[str, t.Any] | None:
+        if self.snapshot_at is not None:
+            row[SNAPSHOT_AT] = self.snapshot_at
+        return row
+
+
+FULL_TABLE_SNAPSHOT = th.PropertiesList(
+    th.Property("stream", th.StringType, required=True, description="The full-table stream."),
+    th.Property(
+        SNAPSHOT_AT,
+        th.DateTimeType,
+        required=True,
+        description="The snapshot: the snapshotAt of that stream's rows in this run.",
+    ),
+    th.Property(
+        "completedAt",
+        th.DateTimeType,
+        description="When the tap had written every row of the snapshot (UTC).",
+    ),
+).to_dict()
+
+
+class FullTableSnapshotsStream(Stream):
+    """One row per full-table stream synced in full in this run; synced after all others.
+
+    Written only when every stream before it succeeded (the SDK stops at the first failure),
+    so its rows are the "snapshot complete" signal the models read.
+    """
+
+    name = "full_table_snapshots"
+    primary_keys = ("stream", SNAPSHOT_AT)
+    schema = FULL_TABLE_SNAPSHOT
+
+    def __init__(self, tap: Tap, *, snapshot_streams: t.Sequence[SnapshotStream]) -> None:
+        super().__init__(tap)
+        self.snapshot_streams = snapshot_streams
+
+    @override
+    def get_records(self, context: Context | None) -> t.Iterable[dict[str, t.Any]]:
+        if self.ABORT_AT_RECORD_COUNT is not None:
+            return  # --test reads one record a stream: no snapshot is complete
+        completed = datetime.datetime.now(tz=datetime.UTC).isoformat(timespec="milliseconds")
+        for stream in self.snapshot_streams:
+            if stream.snapshot_at is not None and stream.selected:
+                yield {
+                    "stream": stream.name,
+                    SNAPSHOT_AT: stream.snapshot_at,
+                    "completedAt": completed.replace("+00:00", "Z"),
+                }

@@ -1,0 +1,71 @@
+"""Full-table snapshots (tap_accessgov/snapshots.py): every full-table record names the run's
+snapshot, and a snapshot is declared complete, after all its rows, only by a run that read it
+in full; the grant feed is untouched."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from emulator import Emulator
+from tests.conftest import catalog_selecting, config_file, parse_singer, run_cli, sync, tap_config
+
+FULL_TABLE = ("apps", "app_entitlements", "automation_exclusions", "users")
+
+
+def test_full_table_records_name_their_snapshot_and_complete_it_last(emulator: Emulator) -> None:
+    result = sync(tap_config(emulator))
+    markers = result.records["full_table_snapshots"]
+    assert sorted(m["stream"] for m in markers) == sorted(FULL_TABLE)
+    (snapshot,) = {m["snapshotAt"] for m in markers}
+    for stream in FULL_TABLE:
+        assert result.records[stream]
+        assert {r["snapshotAt"] for r in result.records[stream]} == {snapshot}
+        schema = next(m for m in result.messages if m["type"] == "SCHEMA" and m["stream"] == stream)
+        assert schema["key_properties"][-1] == "snapshotAt"
+        assert schema["schema"]["properties"]["snapshotAt"]["format"] == "date-time"
+    records = [m for m in result.messages if m["type"] == "RECORD"]
+    first_marker = next(n for n, m in enumerate(records) if m["stream"] == "full_table_snapshots")
+    assert all(m["stream"] == "full_table_snapshots" for m in records[first_marker:])
+    # the grant feed is incremental: no snapshot, its key unchanged
+    assert not any("snapshotAt" in r for r in result.records["grant_feed"])
+    feed_schema = next(
+        m for m in result.messages if m["type"] == "SCHEMA" and m["stream"] == "grant_feed"
+    )
+    assert "snapshotAt" not in feed_schema["key_properties"]
+
+
+def test_each_run_is_a_new_snapshot(emulator: Emulator) -> None:
+    config = tap_config(emulator)
+    first = sync(config)
+    second = sync(config)
+    one = {m["snapshotAt"] for m in first.records["full_table_snapshots"]}
+    two = {m["snapshotAt"] for m in second.records["full_table_snapshots"]}
+    assert len(one) == len(two) == 1
+    assert max(one) < min(two)
+
+
+def test_only_synced_streams_are_declared_complete(emulator: Emulator) -> None:
+    config = tap_config(emulator)
+    result = sync(
+        config, catalog=catalog_selecting(config, {"users": None, "full_table_snapshots": None})
+    )
+    assert "automation_exclusions" not in result.records
+    assert [m["stream"] for m in result.records["full_table_snapshots"]] == ["users"]
+
+
+@pytest.mark.cli
+@pytest.mark.parametrize("workers", [1, 8])
+def test_a_run_that_fails_half_way_declares_no_snapshot_complete(
+    emulator: Emulator, workers: int, tmp_path: Path
+) -> None:
+    app_id, entitlement_id = emulator.dataset.exclusion_entitlements[5]
+    path = f"/api/v1/apps/{app_id}/entitlements/{entitlement_id}/automation/exclusions"
+    emulator.faults.add(kind="403", path=path, times=1)
+    config = {**tap_config(emulator), "max_concurrency": workers}
+    failed = run_cli("--config", config_file(config, tmp_path))
+    assert failed.returncode == 1
+    partial = parse_singer(failed.stdout)
+    assert partial.records["automation_exclusions"], "the run failed half-way, not at once"
+    assert "full_table_snapshots" not in partial.records

@@ -1,0 +1,28 @@
+{#
+  Full-table streams (automation_exclusions, users, and any other the tap re-reads whole each
+  run): every row carries the snapshotAt of the run that read it, and full_table_snapshots
+  lists the snapshots a run read in full. A run that failed half-way left rows of its own
+  snapshot but no line in full_table_snapshots, so reading the latest *complete* snapshot
+  shows exactly what the service held then: nothing partial, nothing removed since.
+#}
+
+{% macro complete_snapshots(stream) -%}
+    {#- The instants of the complete snapshots of `stream`, one row each (JSONL may repeat). -#}
+    select distinct {{ timestamp_tz('"snapshotAt"') }} as snapshot_at
+    from {{ source('accessgov', 'full_table_snapshots') }}
+    where "stream" = '{{ stream }}'
+{%- endmacro %}
+
+{% macro latest_complete_snapshot(stream) -%}
+    {#-
+      The loaded rows of `stream` (a source table of a full-table stream) that belong to its
+      latest complete snapshot: the service's current set. In a staging model:
+          from ({{ latest_complete_snapshot('users') }}) as users
+    -#}
+    select loaded.*
+    from {{ source('accessgov', stream) }} as loaded
+    where {{ timestamp_tz('loaded."snapshotAt"') }} = (
+        select max(snapshots.snapshot_at)
+        from ({{ complete_snapshots(stream) }}) as snapshots
+    )
+{%- endmacro %}
