@@ -44,3 +44,24 @@ def test_the_package_has_no_import_circle() -> None:
 
     for module in sorted(graph):
         visit(module, [])
+
+
+def test_the_dbt_project_uses_the_current_data_tests_key() -> None:
+    """dbt 1.8 renamed a model's and a column's ``tests:`` to ``data_tests:`` and deprecates
+    the old key: one spelling throughout, the current one."""
+    import yaml
+
+    def old_keys(node: object, where: str) -> list[str]:
+        if isinstance(node, dict):
+            found = [f"{where}.tests"] if "tests" in node else []
+            for key, value in node.items():
+                found += old_keys(value, f"{where}.{key}")
+            return found
+        if isinstance(node, list):
+            return [hit for i, item in enumerate(node) for hit in old_keys(item, f"{where}[{i}]")]
+        return []
+
+    files = sorted((PACKAGE.parent / "transform" / "models").rglob("*.yml"))
+    assert files
+    found = [hit for path in files for hit in old_keys(yaml.safe_load(path.read_text()), path.name)]
+    assert found == []
