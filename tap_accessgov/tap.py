@@ -186,9 +186,10 @@ class TapAccessGov(Tap):
 
     @override
     def discover_streams(self) -> list[Stream]:
-        """In sync order: the catalog before the exclusions it finds, ``users`` after
-        ``automation_exclusions``, whose users it emits, and ``full_table_snapshots`` last,
-        when every full-table stream before it is complete."""
+        """The streams and what each reads from another. The SDK syncs them by name (see
+        ``streams``), so none relies on another having synced first: ``app_entitlements``
+        reads the apps, the exclusions the entitlements, ``users`` the exclusions, each on
+        demand and once per run; only ``full_table_snapshots`` must come last."""
         apps = AppsStream(self, connection=self)
         app_entitlements = AppEntitlementsStream(self, connection=self, apps=apps)
         exclusions = AutomationExclusionsStream(self, connection=self, catalog=app_entitlements)
