@@ -24,7 +24,7 @@ from singer_sdk.authenticators import OAuthAuthenticator
 from typing_extensions import override
 
 from tap_accessgov.credentials import ClientId, ClientSecret
-from tap_accessgov.errors import service_message, token_retry
+from tap_accessgov.retries import service_message, token_retry
 
 CLIENT_ASSERTION = "client_assertion"
 CLIENT_SECRET = "client_secret"

@@ -8,6 +8,7 @@ import email.utils
 import json
 import logging
 import os
+import random
 import re
 import signal
 import subprocess
@@ -16,13 +17,14 @@ import typing as t
 from collections import Counter
 from pathlib import Path
 
+import backoff
 import pytest
 import requests
 from singer_sdk.exceptions import FatalAPIError
 
 from emulator import Dataset, Emulator, make_credential
 from emulator.tls import self_signed
-from tap_accessgov.errors import retry_after_seconds
+from tap_accessgov.retries import retry_after_seconds
 from tests.conftest import (
     BIN_TAP,
     CREDENTIAL,
@@ -155,6 +157,47 @@ def test_dropped_connections_exhausting_retries_are_fatal_too(emulator: Emulator
         FatalAPIError, match=f"^POST {FEED} failed: ConnectionError \\(gave up after 2 attempts\\)$"
     ):
         sync(config, catalog=catalog)
+
+
+def test_backoff_logs_nothing_of_its_own(
+    emulator: Emulator, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The SDK hands the backoff library the stream's logger: its own line per retry (INFO)
+    and on giving up (ERROR) would repeat the tap's warning and fatal error."""
+    backoff_dir = str(Path(backoff.__file__).parent)
+    config, catalog = feed_only(emulator, max_retries=1)
+    emulator.faults.add(kind="503", path=FEED, times=1)
+    with caplog.at_level(logging.DEBUG):
+        sync(config, catalog=catalog)
+        emulator.faults.add(kind="503", path=FEED, times=2)
+        with pytest.raises(FatalAPIError, match="gave up after 2 attempts"):
+            sync(config, catalog=catalog)
+    assert emulator.stats["faults_by_kind"] == {"503": 3}
+    retries = [r.getMessage() for r in caplog.records if "retrying in" in r.getMessage()]
+    assert len(retries) == 2, retries
+    from_backoff = [
+        r.getMessage()
+        for r in caplog.records
+        if r.pathname.startswith(backoff_dir) or r.getMessage().startswith(("Backing", "Giving"))
+    ]
+    assert from_backoff == []
+
+
+def test_a_401_is_retried_at_once_with_a_new_token(
+    emulator: Emulator, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No wait, and no jitter on it (the SDK's jitter adds up to 1 s to any wait, made
+    0.5 s here so that a jittered zero shows)."""
+    monkeypatch.setattr(random, "random", lambda: 0.5)
+    config, catalog = feed_only(emulator)
+    emulator.faults.add(kind="401", path=FEED, times=1)
+    with caplog.at_level(logging.WARNING):
+        sync(config, catalog=catalog)
+    retries = [r.getMessage() for r in caplog.records if "retrying in" in r.getMessage()]
+    assert retries == [
+        f"POST {FEED} answered 401; retrying once with a new access token; "
+        "retrying in 0.0 s (attempt 1 of 6)"
+    ]
 
 
 @pytest.mark.parametrize(
