@@ -27,7 +27,8 @@ from singer_sdk.exceptions import RetriableAPIError
 from urllib3.exceptions import InvalidHeader
 
 RETRY_STATUSES = frozenset({429, *range(500, 600)})
-BACKOFF_CAP = 30.0  # seconds: exponential waits 1, 2, 4 ... stop growing here
+FIRST_WAIT = 1.0  # seconds: the first exponential wait; then 2, 4 ...
+BACKOFF_CAP = 30.0  # seconds: exponential waits stop growing here
 RETRY_AFTER_CAP = 60.0  # seconds: the longest Retry-After the tap honours as asked
 TOKEN_MAX_TRIES = 5
 # What an API call is retried on: the SDK's RESTStream.request_decorator list (singer-sdk 0.54),
@@ -89,15 +90,15 @@ def retry_wait(exc: BaseException | None, attempt: int) -> float:
     """Seconds to wait after failed attempt number ``attempt`` (1, 2 ...), before jitter.
 
     No wait after a 401 (the retry carries a new token), the service's Retry-After when it gives
-    one (the SDK ignores it, sdk#2012), else 1, 2, 4 ... seconds up to BACKOFF_CAP, counted
-    by attempt so that it needs no state between attempts.
+    one (the SDK ignores it, sdk#2012), else FIRST_WAIT, twice that, four times ... up to
+    BACKOFF_CAP, counted by attempt so that it needs no state between attempts.
     """
     response = _response_of(exc)
     if response is not None and response.status_code == 401:
         return 0.0
     if (retry_after := retry_after_seconds(response)) is not None:
         return retry_after
-    return min(2.0 ** (attempt - 1), BACKOFF_CAP)
+    return min(FIRST_WAIT * 2.0 ** (attempt - 1), BACKOFF_CAP)
 
 
 def retry_warning(
