@@ -88,7 +88,6 @@ class AccessGovStream(RESTStream[str | None], ProgressReportingStream, SnapshotS
         # Set while this stream's sync is stopping (failed, interrupted, output closed): its
         # worker threads' requests and retry waits end at once (see request_budget.py).
         self.stopping = threading.Event()
-        self.logger.addFilter(QUIET_BACKOFF)  # backoff's own retry lines (see retries.py)
 
     @override
     def get_records(self, context: Context | None) -> t.Iterable[dict[str, t.Any]]:
@@ -149,6 +148,8 @@ class AccessGovStream(RESTStream[str | None], ProgressReportingStream, SnapshotS
         parsed (paging.Page); when the tries are used up, one fatal error naming the call, what
         failed last and how often it was tried."""
         self.pin_proxies()
+        # super() hands backoff this stream's logger: drop backoff's own lines on it (once).
+        self.logger.addFilter(QUIET_BACKOFF)
         budget = self.connection.request_budget
         stopping = self.stopping
 
