@@ -1,13 +1,15 @@
-"""The base stream: address, shared authenticator, paging, retry policy and error answers.
+"""The base stream: address, shared authenticator, the request path (each attempt inside the
+run's request budget, retried through the SDK's backoff hooks, answering a parsed page) and the
+service's error answers.
 
-What every endpoint of the service shares lives here (paging and page parsing in paging.py);
-``grant_feed.py`` and ``exclusions.py`` only say what differs per endpoint.
+What every endpoint of the service shares lives here; the retry policy itself is retries.py,
+what a page is and how it pages paging.py; ``grant_feed.py``, ``catalog.py`` and
+``exclusions.py`` only say what differs per endpoint.
 """
 
 from __future__ import annotations
 
 import threading
-import time
 import typing as t
 
 import requests
@@ -15,26 +17,27 @@ from singer_sdk.exceptions import FatalAPIError, RetriableAPIError
 from singer_sdk.streams import RESTStream
 from typing_extensions import override
 
-from tap_accessgov.errors import (
-    RETRIED_ERRORS,
-    exponential_waits,
-    retry_after_seconds,
-    service_message,
-)
-from tap_accessgov.paging import NextPageTokenPaginator, page_body, where
+from tap_accessgov.paging import NextPageTokenPaginator, Page, page_body
 from tap_accessgov.progress import DryRunLimit, ProgressReportingStream
+from tap_accessgov.retries import (
+    QUIET_BACKOFF,
+    RETRIED_ERRORS,
+    gave_up,
+    retry_after_seconds,
+    retry_wait,
+    retry_warning,
+    service_message,
+    where,
+)
 from tap_accessgov.snapshots import SnapshotStream
 
 if t.TYPE_CHECKING:
+    from backoff.types import Details
     from singer_sdk import Tap
-    from singer_sdk.helpers.types import Context
+    from singer_sdk.helpers.types import Context, RequestFunc
 
     from tap_accessgov.auth import AccessGovAuthenticator
     from tap_accessgov.request_budget import RequestBudget
-
-
-def _failed(request: requests.PreparedRequest, exc: BaseException | None) -> str:
-    return f"{where(request)} failed: {type(exc).__name__}"
 
 
 class StateWriting(t.Protocol):
@@ -139,23 +142,18 @@ class AccessGovStream(RESTStream[str | None], ProgressReportingStream, SnapshotS
             session.trust_env = False
 
     @override
-    def request_decorator(self, func: t.Callable[..., t.Any]) -> t.Callable[..., t.Any]:
-        """The SDK's retry policy through its hooks (backoff_wait_generator, backoff_max_tries,
-        backoff_jitter, backoff_handler), each attempt inside the run's request budget, then
-        one clear fatal error naming the call and what failed last.
-
-        The loop is written here rather than by the SDK's decorator (the backoff library)
-        for two reasons: backoff sleeps with ``time.sleep``, which a stopping sync cannot cut
-        short, so a failed run would wait out a worker's retry (here the wait ends when
-        ``self.stopping`` is set); and the SDK hands backoff the stream's logger, which logs
-        every retry a second time and the give-up at ERROR.
-        """
+    def request_decorator(self, func: RequestFunc) -> RequestFunc:
+        """The SDK's decorator (the backoff library, through the ``backoff_*`` hooks below)
+        around one attempt, which runs inside the run's request budget and answers the page
+        parsed (paging.Page); when the tries are used up, one fatal error naming the call, what
+        failed last and how often it was tried."""
         self.pin_proxies()
+        # super() hands backoff this stream's logger: drop backoff's own lines on it (once).
+        self.logger.addFilter(QUIET_BACKOFF)
         budget = self.connection.request_budget
         stopping = self.stopping
-        tries = self.backoff_max_tries()
 
-        def attempt(prepared_request: requests.PreparedRequest, context: t.Any) -> t.Any:
+        def attempt(prepared_request: requests.PreparedRequest, context: Context | None) -> Page:
             with budget.attempt(stopping) as started_in:
                 try:
                     response = func(prepared_request, context)
@@ -163,62 +161,51 @@ class AccessGovStream(RESTStream[str | None], ProgressReportingStream, SnapshotS
                     if exc.response is not None and exc.response.status_code == 429:
                         budget.throttled(started_in, retry_after_seconds(exc.response))
                     raise
+            page = Page.read(response)
             budget.succeeded()
-            return response
+            return page
 
-        def request(prepared_request: requests.PreparedRequest, context: t.Any) -> t.Any:
-            waits = self.backoff_wait_generator()
-            next(waits)  # prime it, as backoff does: the SDK's generators wait for send()
-            started = time.monotonic()
-            for tried in range(1, tries + 1):
-                try:
-                    return attempt(prepared_request, context)
-                except RETRIED_ERRORS as exc:
-                    if tried == tries:
-                        what = str(exc) if isinstance(exc, RetriableAPIError) else None
-                        msg = (
-                            f"{what or _failed(prepared_request, exc)} "
-                            f"(gave up after {tries} attempts)"
-                        )
-                        raise FatalAPIError(msg) from exc
-                    wait = self.backoff_jitter(waits.send(exc))
-                    self.backoff_handler(
-                        {
-                            "target": func,
-                            "args": (prepared_request, context),
-                            "kwargs": {},
-                            "tries": tried,
-                            "elapsed": time.monotonic() - started,
-                            "wait": wait,
-                            "exception": exc,
-                        }
-                    )
-                    budget.sleep(wait, stopping)
-            raise AssertionError("unreachable")  # pragma: no cover
+        retried = super().request_decorator(t.cast("RequestFunc", attempt))
 
+        def request(
+            prepared_request: requests.PreparedRequest, context: Context | None
+        ) -> requests.Response:
+            try:
+                return retried(prepared_request, context)
+            except RETRIED_ERRORS as exc:  # backoff re-raises the last one when it gives up
+                msg = gave_up(prepared_request, exc, self.backoff_max_tries())
+                raise FatalAPIError(msg) from exc
+
+        # The SDK types the call as answering a response; ours answers the Page, which the
+        # SDK passes on untouched to parse_response and the paginator (see paging.Page).
         return request
 
     @override
-    def backoff_handler(self, details: t.Any) -> None:
-        """One WARNING per retry: the call, what failed, the wait and which attempt it was."""
+    def backoff_wait_generator(self) -> t.Generator[float, t.Any, None]:
+        """No wait in backoff itself: it sleeps with ``time.sleep``, which a stopping sync
+        cannot cut short. backoff calls ``backoff_handler`` right before that sleep, and the
+        retry's wait is done there instead, on the stream's ``stopping`` event."""
+        return self.backoff_runtime(value=lambda _exception: 0.0)
+
+    @override
+    def backoff_jitter(self, value: float) -> float:
+        """The SDK's jitter (up to 1 s more), but none on a wait of zero: backoff's own (see
+        backoff_wait_generator), and a 401 retried at once with a new token."""
+        return float(super().backoff_jitter(value)) if value else 0.0
+
+    @override
+    def backoff_handler(self, details: Details) -> None:
+        """One WARNING per retry in the tap's words, then the retry's wait (retries.retry_wait:
+        the service's Retry-After, none after a 401, else exponential), which ends at once
+        (SyncStopped) when this stream's sync stops."""
         exc = details.get("exception")
-        prepared: requests.PreparedRequest = details["args"][0]
-        response: requests.Response | None = getattr(exc, "response", None)
-        what = str(exc) if isinstance(exc, RetriableAPIError) else _failed(prepared, exc)
-        asked = (
-            response is not None
-            and response.status_code != 401
-            and retry_after_seconds(response) is not None
-        )
-        why = " as its Retry-After asks" if asked else ""
+        prepared_request: requests.PreparedRequest = details["args"][0]
+        attempt = details["tries"]
+        wait = self.backoff_jitter(retry_wait(exc, attempt))
         self.logger.warning(
-            "%s; retrying in %.1f s%s (attempt %d of %d)",
-            what,
-            details["wait"],
-            why,
-            details["tries"],
-            self.backoff_max_tries(),
+            retry_warning(prepared_request, exc, wait, attempt, self.backoff_max_tries())
         )
+        self.connection.request_budget.sleep(wait, self.stopping)
 
     @override
     def get_new_paginator(self) -> NextPageTokenPaginator:
@@ -242,8 +229,8 @@ class AccessGovStream(RESTStream[str | None], ProgressReportingStream, SnapshotS
     def validate_response(self, response: requests.Response) -> None:
         """SDK policy (5xx and 429 retried, other 4xx fatal), plus the service's specifics.
 
-        A 401 means the token was revoked or expired early: renew it once and retry. A 200
-        whose body does not parse is retried like a dropped connection.
+        A 401 means the token was revoked or expired early: renew it once and retry. (A 200
+        whose body does not parse is retried too: see paging.Page.)
         """
         if response.status_code == 401:
             refused = response.request.headers.get("Authorization", "").removeprefix("Bearer ")
@@ -259,7 +246,6 @@ class AccessGovStream(RESTStream[str | None], ProgressReportingStream, SnapshotS
             )
             raise FatalAPIError(msg)
         super().validate_response(response)
-        page_body(response)
         self.authenticator.confirm_token()
 
     @override
@@ -268,21 +254,6 @@ class AccessGovStream(RESTStream[str | None], ProgressReportingStream, SnapshotS
 
     @override
     def parse_response(self, response: requests.Response) -> t.Iterable[dict[str, t.Any]]:
-        """Entries of ``list``; a null or missing list is an empty page."""
+        """Entries of ``list``; a null or missing list is an empty page. ``response`` is the
+        Page the request path parsed (see paging.Page)."""
         return page_body(response).get("list") or []
-
-    @override
-    def backoff_wait_generator(self) -> t.Generator[float, t.Any, None]:
-        """The SDK's exponential backoff, but the service's Retry-After when it gives one, and
-        no wait before retrying a 401 with a fresh token (the SDK ignores Retry-After, sdk#2012)."""
-        exponential = exponential_waits()
-
-        def wait(exception: Exception) -> float:
-            response: requests.Response | None = getattr(exception, "response", None)
-            if response is not None and response.status_code == 401:
-                return 0.0
-            if (retry_after := retry_after_seconds(response)) is not None:
-                return retry_after
-            return next(exponential)
-
-        return self.backoff_runtime(value=wait)

@@ -1,5 +1,6 @@
-"""How the service pages and answers: one parse per page, ``nextPageToken`` until it is empty
-or absent, and a token seen twice refused (a cycling server must not loop us forever).
+"""How the service pages and answers: a page is its JSON object, parsed once and passed along;
+``nextPageToken`` is followed until it is empty or absent, and a token seen twice is refused
+(a cycling server must not loop us forever).
 
 Every endpoint pages the same way and answers protobuf-JSON, so this is shared by all streams.
 """
@@ -8,25 +9,37 @@ from __future__ import annotations
 
 import json
 import typing as t
-import weakref
+from dataclasses import dataclass, field
 
 import requests
 from singer_sdk.exceptions import FatalAPIError, RetriableAPIError
 from singer_sdk.pagination import BaseAPIPaginator
 from typing_extensions import override
 
-# Parsed bodies, keyed by response, so that validation, records and paging read one parse.
-_PAGES: weakref.WeakKeyDictionary[requests.Response, dict[str, t.Any]] = weakref.WeakKeyDictionary()
+from tap_accessgov.retries import where
 
 
 class MalformedPageError(RetriableAPIError):
     """A 200 whose body is not a JSON object (truncated or garbled): worth another try."""
 
 
-def page_body(response: requests.Response) -> dict[str, t.Any]:
-    """The JSON object of a page, parsed once per response."""
-    body = _PAGES.get(response)
-    if body is None:
+@dataclass(frozen=True)
+class Page:
+    """One answer of the service and its JSON object.
+
+    The request path (``AccessGovStream.request_decorator``) returns a Page where the SDK's
+    returns the response, and the SDK hands that object on untouched to ``parse_response``,
+    the paginator and ``update_sync_costs``: each reads ``body`` instead of parsing the body
+    again. It is parsed inside the retried attempt, so a malformed 200 is retried like a
+    dropped connection.
+    """
+
+    response: requests.Response = field(repr=False)
+    body: dict[str, t.Any] = field(repr=False)
+
+    @classmethod
+    def read(cls, response: requests.Response) -> Page:
+        """Parse ``response``'s body; MalformedPageError if it is not a JSON object."""
         try:
             body = json.loads(response.content)
         except ValueError:
@@ -34,14 +47,23 @@ def page_body(response: requests.Response) -> dict[str, t.Any]:
         if not isinstance(body, dict):
             msg = f"{where(response.request)} answered 200 with a body that is not a JSON object"
             raise MalformedPageError(msg, response)
-        _PAGES[response] = body
-    return body
+        return cls(response, body)
+
+    @property
+    def request(self) -> requests.PreparedRequest:
+        """The call this page answers (as on a response: messages name it with ``where``)."""
+        return self.response.request
 
 
-def where(request: requests.PreparedRequest) -> str:
-    """``METHOD /path`` of a call, without its query: how every message names a call."""
-    path = request.path_url.split("?", 1)[0] if request.path_url else "?"
-    return f"{request.method} {path}"
+def page_body(page: Page | requests.Response) -> dict[str, t.Any]:
+    """The JSON object of a page, as the SDK's hooks (typed for a response) receive it.
+
+    From the request path that is a Page, read as parsed. A bare response (a caller outside
+    the request path) is parsed here, each time it is asked.
+    """
+    if isinstance(page, Page):
+        return page.body
+    return Page.read(page).body
 
 
 class RepeatedPageTokenError(FatalAPIError):

@@ -16,8 +16,13 @@ from urllib.parse import urlsplit
 from singer_sdk import typing as th
 from singer_sdk.typing import DEFAULT_JSONSCHEMA_VALIDATOR
 
-from tap_accessgov.auth import AUTH_METHODS, CLIENT_ASSERTION
-from tap_accessgov.credentials import CredentialError, parse_client_id, parse_client_secret
+from tap_accessgov.auth import (
+    AUTH_METHODS,
+    CLIENT_ASSERTION,
+    CredentialError,
+    parse_client_id,
+    parse_client_secret,
+)
 from tap_accessgov.timestamps import normalize_timestamp
 
 if t.TYPE_CHECKING:

@@ -16,10 +16,15 @@ from singer_sdk.tap_base import CliTestOptionValue
 from typing_extensions import override
 
 from tap_accessgov import cli, settings
-from tap_accessgov.auth import AccessGovAuthenticator
+from tap_accessgov.auth import (
+    AccessGovAuthenticator,
+    ClientId,
+    RedactedStr,
+    parse_client_id,
+    parse_client_secret,
+)
 from tap_accessgov.catalog import AppEntitlementsStream, AppsStream
 from tap_accessgov.client import AccessGovStream
-from tap_accessgov.credentials import ClientId, RedactedStr, parse_client_id, parse_client_secret
 from tap_accessgov.exclusions import AutomationExclusionsStream, UsersStream
 from tap_accessgov.grant_feed import GrantFeedStream
 from tap_accessgov.output import OutputWriter

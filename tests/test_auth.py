@@ -11,7 +11,7 @@ from singer_sdk.exceptions import FatalAPIError
 
 from emulator import Emulator, make_credential
 from tap_accessgov.auth import AuthenticationError
-from tap_accessgov.errors import TOKEN_MAX_TRIES
+from tap_accessgov.retries import TOKEN_MAX_TRIES
 from tap_accessgov.tap import TapAccessGov
 from tests.conftest import (
     CREDENTIAL,

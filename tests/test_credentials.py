@@ -11,8 +11,12 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-from tap_accessgov.auth import AccessGovAuthenticator
-from tap_accessgov.credentials import CredentialError, parse_client_id, parse_client_secret
+from tap_accessgov.auth import (
+    AccessGovAuthenticator,
+    CredentialError,
+    parse_client_id,
+    parse_client_secret,
+)
 from tests.conftest import CREDENTIAL
 
 

@@ -1,15 +1,23 @@
-"""The paginator over ``nextPageToken``: empty or missing ends, empty pages with a token go on,
-and a token seen before anywhere in the traversal stops the run instead of looping."""
+"""Pages: each parsed once and handed along; the paginator over ``nextPageToken``: empty or
+missing ends, empty pages with a token go on, and a token seen before anywhere in the
+traversal stops the run instead of looping."""
 
 from __future__ import annotations
 
 import json
+import typing as t
+from collections import Counter
 
 import pytest
 import requests
+import simplejson
 from singer_sdk.exceptions import FatalAPIError
+from singer_sdk.streams import RESTStream
 
-from tap_accessgov.paging import MalformedPageError, NextPageTokenPaginator, page_body
+from emulator import Emulator
+from tap_accessgov.paging import MalformedPageError, NextPageTokenPaginator, Page, page_body
+from tap_accessgov.tap import TapAccessGov
+from tests.conftest import sync, tap_config
 
 
 def page(body: object, raw: bytes | None = None) -> requests.Response:
@@ -52,3 +60,47 @@ def test_a_body_that_is_not_a_json_object_is_retriable(raw: bytes) -> None:
         MalformedPageError, match="POST /api/v1/grants/feed answered 200 with a body"
     ):
         page_body(page(None, raw=raw))
+
+
+def test_the_hooks_read_the_page_they_are_handed() -> None:
+    """parse_response and the paginator read the Page the request path parsed, not the
+    response's bytes again (nor anything kept elsewhere about that response)."""
+    response = page(None, raw=b"not what the hooks read")
+    parsed = Page(response, {"list": [{"id": "a"}], "nextPageToken": "t1"})
+    assert page_body(parsed) is parsed.body
+    paginator = NextPageTokenPaginator()
+    assert paginator.continue_if_empty(parsed)
+    paginator.advance(parsed)
+    assert paginator.current_value == "t1"
+    with pytest.raises(FatalAPIError, match=r"^POST /api/v1/grants/feed returned a page token"):
+        paginator.get_next(parsed)
+
+
+def test_every_page_is_parsed_once(emulator: Emulator, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A whole run, worker threads included: each body the service sent is parsed exactly
+    once (validation, records and paging share that one parse), whichever JSON parser it
+    would go through (requests' .json() uses simplejson when it is installed)."""
+    config = tap_config(emulator)
+    tap = TapAccessGov(config=config, parse_env_config=False)
+    served: Counter[bytes] = Counter()
+    for stream in tap.streams.values():
+        if isinstance(stream, RESTStream):
+            stream.requests_session.hooks["response"].append(
+                lambda response, *args, **kwargs: served.update([response.content])
+            )
+    parsed: Counter[bytes] = Counter()
+
+    def counting(loads: t.Callable[..., t.Any]) -> t.Callable[..., t.Any]:
+        def count(text: str | bytes, *args: t.Any, **kwargs: t.Any) -> t.Any:
+            raw = text.encode() if isinstance(text, str) else bytes(text)
+            if raw in served:
+                parsed.update([raw])
+            return loads(text, *args, **kwargs)
+
+        return count
+
+    monkeypatch.setattr(json, "loads", counting(json.loads))
+    monkeypatch.setattr(simplejson, "loads", counting(simplejson.loads))
+    sync(config, tap=tap)
+    assert sum(served.values()) == emulator.stats["api_requests"] > 20
+    assert parsed == served

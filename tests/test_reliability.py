@@ -8,6 +8,7 @@ import email.utils
 import json
 import logging
 import os
+import random
 import re
 import signal
 import subprocess
@@ -16,13 +17,15 @@ import typing as t
 from collections import Counter
 from pathlib import Path
 
+import backoff
 import pytest
 import requests
 from singer_sdk.exceptions import FatalAPIError
 
 from emulator import Dataset, Emulator, make_credential
 from emulator.tls import self_signed
-from tap_accessgov.errors import retry_after_seconds
+from tap_accessgov import retries
+from tap_accessgov.retries import retry_after_seconds
 from tests.conftest import (
     BIN_TAP,
     CREDENTIAL,
@@ -49,6 +52,14 @@ def feed_only(emulator: Emulator, **settings: t.Any) -> tuple[dict[str, t.Any], 
     return config, catalog_selecting(config, {"grant_feed": None})
 
 
+@pytest.fixture
+def quick_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Exponential waits from 10 ms and no jitter, for tests about what a retried run delivers
+    and says rather than how long it waits (the Retry-After tests keep the real waits)."""
+    monkeypatch.setattr(retries, "FIRST_WAIT", 0.01)
+    monkeypatch.setattr(random, "random", lambda: 0.0)  # the SDK's jitter: 0 to 1 s more
+
+
 def record_multiset(result: SyncResult) -> dict[str, Counter]:
     """The records of a run, without what names the run (each run is a new snapshot)."""
     return {
@@ -60,6 +71,7 @@ def record_multiset(result: SyncResult) -> dict[str, Counter]:
 @pytest.mark.parametrize(
     "kind", ["429", "500", "502", "503", "504", "drop", "malformed", "truncated", "slow"]
 )
+@pytest.mark.usefixtures("quick_retries")
 def test_a_transient_fault_is_retried_and_nothing_is_lost(
     emulator: Emulator, kind: str, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -139,6 +151,7 @@ def test_retry_after_parsing_is_capped(header: str | None, expected: float | Non
     assert retry_after_seconds(response) == expected
 
 
+@pytest.mark.usefixtures("quick_retries")
 def test_retries_are_bounded_then_fatal_with_method_path_and_status(emulator: Emulator) -> None:
     config, catalog = feed_only(emulator, max_retries=1)
     emulator.faults.add(kind="503", path=FEED, times=2)
@@ -148,6 +161,7 @@ def test_retries_are_bounded_then_fatal_with_method_path_and_status(emulator: Em
     assert emulator.stats["faults_by_kind"] == {"503": 2}
 
 
+@pytest.mark.usefixtures("quick_retries")
 def test_dropped_connections_exhausting_retries_are_fatal_too(emulator: Emulator) -> None:
     config, catalog = feed_only(emulator, max_retries=1)
     emulator.faults.add(kind="drop", path=FEED, times=2)
@@ -155,6 +169,48 @@ def test_dropped_connections_exhausting_retries_are_fatal_too(emulator: Emulator
         FatalAPIError, match=f"^POST {FEED} failed: ConnectionError \\(gave up after 2 attempts\\)$"
     ):
         sync(config, catalog=catalog)
+
+
+@pytest.mark.usefixtures("quick_retries")
+def test_backoff_logs_nothing_of_its_own(
+    emulator: Emulator, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The SDK hands the backoff library the stream's logger: its own line per retry (INFO)
+    and on giving up (ERROR) would repeat the tap's warning and fatal error."""
+    backoff_dir = str(Path(backoff.__file__).parent)
+    config, catalog = feed_only(emulator, max_retries=1)
+    emulator.faults.add(kind="503", path=FEED, times=1)
+    with caplog.at_level(logging.DEBUG):
+        sync(config, catalog=catalog)
+        emulator.faults.add(kind="503", path=FEED, times=2)
+        with pytest.raises(FatalAPIError, match="gave up after 2 attempts"):
+            sync(config, catalog=catalog)
+    assert emulator.stats["faults_by_kind"] == {"503": 3}
+    retries = [r.getMessage() for r in caplog.records if "retrying in" in r.getMessage()]
+    assert len(retries) == 2, retries
+    from_backoff = [
+        r.getMessage()
+        for r in caplog.records
+        if r.pathname.startswith(backoff_dir) or r.getMessage().startswith(("Backing", "Giving"))
+    ]
+    assert from_backoff == []
+
+
+def test_a_401_is_retried_at_once_with_a_new_token(
+    emulator: Emulator, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No wait, and no jitter on it (the SDK's jitter adds up to 1 s to any wait, made
+    0.5 s here so that a jittered zero shows)."""
+    monkeypatch.setattr(random, "random", lambda: 0.5)
+    config, catalog = feed_only(emulator)
+    emulator.faults.add(kind="401", path=FEED, times=1)
+    with caplog.at_level(logging.WARNING):
+        sync(config, catalog=catalog)
+    retries = [r.getMessage() for r in caplog.records if "retrying in" in r.getMessage()]
+    assert retries == [
+        f"POST {FEED} answered 401; retrying once with a new access token; "
+        "retrying in 0.0 s (attempt 1 of 6)"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -168,6 +224,7 @@ def test_client_errors_are_fatal_at_once(emulator: Emulator, kind: str, message:
     assert emulator.stats["api_requests"] == 1  # not retried
 
 
+@pytest.mark.usefixtures("quick_retries")
 def test_a_run_with_15_percent_faults_delivers_exactly_the_clean_run(
     emulator: Emulator, capsys: pytest.CaptureFixture[str]
 ) -> None:
