@@ -49,6 +49,13 @@ def test_the_package_has_no_import_circle() -> None:
         visit(module, [])
 
 
+def yml_files() -> list[Path]:
+    """The dbt project's properties files (its models', sources' and macros')."""
+    return sorted(
+        path for folder in ("models", "macros") for path in (TRANSFORM / folder).rglob("*.yml")
+    )
+
+
 def test_the_dbt_project_uses_the_current_data_tests_key() -> None:
     """dbt 1.8 renamed a model's and a column's ``tests:`` to ``data_tests:`` and deprecates
     the old key: one spelling throughout, the current one."""
@@ -64,9 +71,7 @@ def test_the_dbt_project_uses_the_current_data_tests_key() -> None:
             return [hit for i, item in enumerate(node) for hit in old_keys(item, f"{where}[{i}]")]
         return []
 
-    files = sorted(
-        path for folder in ("models", "macros") for path in (TRANSFORM / folder).rglob("*.yml")
-    )
+    files = yml_files()
     assert files
     found = [hit for path in files for hit in old_keys(yaml.safe_load(path.read_text()), path.name)]
     assert found == []
@@ -122,3 +127,26 @@ def test_every_dbt_macro_is_documented() -> None:
         assert entry.get("description", "").strip(), name
         assert {arg["name"] for arg in entry.get("arguments", [])} == args, name
         assert all(arg.get("description") for arg in entry["arguments"]), name
+
+
+def test_the_dbt_project_writes_each_long_description_once() -> None:
+    """A column description longer than a short phrase, shared by several models, is a docs
+    block (models/docs.md) that each refers to, so its wording changes in one place."""
+    import yaml
+
+    def descriptions(node: object) -> list[str]:
+        if isinstance(node, dict):
+            found = [node["description"]] if isinstance(node.get("description"), str) else []
+            return found + [text for value in node.values() for text in descriptions(value)]
+        if isinstance(node, list):
+            return [text for item in node for text in descriptions(item)]
+        return []
+
+    texts = [
+        " ".join(text.split())
+        for path in yml_files()
+        for text in descriptions(yaml.safe_load(path.read_text()))
+    ]
+    assert len(texts) > 50
+    repeated = {text for text in texts if len(text) >= 60 and texts.count(text) > 1}
+    assert repeated == set()
