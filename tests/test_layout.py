@@ -1,12 +1,15 @@
 """The package's layout stays readable: its modules import each other without a circle
-(type-only imports included, since a reader follows those too)."""
+(type-only imports included, since a reader follows those too); the dbt project (transform/)
+writes each shared rule once, in a documented macro."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "tap_accessgov"
+TRANSFORM = PACKAGE.parent / "transform"
 
 
 def imports_of(module: Path) -> set[str]:
@@ -46,6 +49,13 @@ def test_the_package_has_no_import_circle() -> None:
         visit(module, [])
 
 
+def yml_files() -> list[Path]:
+    """The dbt project's properties files (its models', sources' and macros')."""
+    return sorted(
+        path for folder in ("models", "macros") for path in (TRANSFORM / folder).rglob("*.yml")
+    )
+
+
 def test_the_dbt_project_uses_the_current_data_tests_key() -> None:
     """dbt 1.8 renamed a model's and a column's ``tests:`` to ``data_tests:`` and deprecates
     the old key: one spelling throughout, the current one."""
@@ -61,7 +71,82 @@ def test_the_dbt_project_uses_the_current_data_tests_key() -> None:
             return [hit for i, item in enumerate(node) for hit in old_keys(item, f"{where}[{i}]")]
         return []
 
-    files = sorted((PACKAGE.parent / "transform" / "models").rglob("*.yml"))
+    files = yml_files()
     assert files
     found = [hit for path in files for hit in old_keys(yaml.safe_load(path.read_text()), path.name)]
     assert found == []
+
+
+def sql_files() -> dict[str, str]:
+    """Every model, macro and generic test of the dbt project, by path within transform/."""
+    return {
+        path.relative_to(TRANSFORM).as_posix(): path.read_text()
+        for folder in ("models", "macros", "tests")
+        for path in sorted((TRANSFORM / folder).rglob("*.sql"))
+    }
+
+
+def test_the_dbt_project_writes_each_shared_rule_once() -> None:
+    """The rules several models share live in one macro each, so a change to one (a new
+    unset value, another catalog name) is made once: an empty string (or an enum's zero
+    value) is an unset field; names come from the catalog next to the ids; a full-table
+    stream's current rows are the latest copies of its latest complete snapshot."""
+    rules = {
+        "unset field": (r"nullif\(|not in \(''", "macros/unset_fields.sql"),
+        "catalog names": (r"ref\('stg_app(s|_entitlements)'\)", "macros/catalog_names.sql"),
+        "latest copy": (r"row_number\(\)[^;]*?\"updatedAt\"", "macros/snapshots.sql"),
+    }
+    files = sql_files()
+    assert len(files) > 10
+    for rule, (pattern, home) in rules.items():
+        found = sorted(path for path, text in files.items() if re.search(pattern, text))
+        assert found == [home], f"{rule}: written in {found}, not only in {home}"
+
+
+def test_every_dbt_macro_is_documented() -> None:
+    """dbt shows a macro's description and arguments (dbt docs) only when a properties file
+    gives them: every macro and generic test, with each of its arguments."""
+    import yaml
+
+    defined = {
+        ("test_" if kind == "test" else "") + name: {
+            arg.split("=")[0].strip() for arg in args.split(",") if arg.strip()
+        }
+        for text in sql_files().values()
+        for kind, name, args in re.findall(r"{%-?\s*(macro|test)\s+(\w+)\(([^)]*)\)", text)
+    }
+    documented = {
+        entry["name"]: entry
+        for path in sorted((TRANSFORM / "macros").glob("*.yml"))
+        for entry in yaml.safe_load(path.read_text()).get("macros", [])
+    }
+    assert len(defined) > 5
+    assert sorted(defined) == sorted(documented)
+    for name, args in defined.items():
+        entry = documented[name]
+        assert entry.get("description", "").strip(), name
+        assert {arg["name"] for arg in entry.get("arguments", [])} == args, name
+        assert all(arg.get("description") for arg in entry["arguments"]), name
+
+
+def test_the_dbt_project_writes_each_long_description_once() -> None:
+    """A column description longer than a short phrase, shared by several models, is a docs
+    block (models/docs.md) that each refers to, so its wording changes in one place."""
+    import yaml
+
+    def descriptions(node: object) -> list[str]:
+        if isinstance(node, dict):
+            found = [node["description"]] if isinstance(node.get("description"), str) else []
+            return found + [text for value in node.values() for text in descriptions(value)]
+        if isinstance(node, list):
+            return [text for item in node for text in descriptions(item)]
+        return []
+
+    texts = [
+        " ".join(text.split())
+        for path in yml_files()
+        for text in descriptions(yaml.safe_load(path.read_text()))
+    ]
+    assert len(texts) > 50
+    repeated = {text for text in texts if len(text) >= 60 and texts.count(text) > 1}
+    assert repeated == set()

@@ -354,6 +354,85 @@ def test_the_catalog_reads_on_duckdb_when_the_service_omits_a_field_in_every_row
         ]
 
 
+def test_staging_reads_unset_fields_as_null_and_the_latest_copy_on_duckdb(
+    meltano_plugins: None, tmp_path: Path
+) -> None:
+    """What the emulator never sends, read as the service means it: an empty string, and a
+    status enum's zero value UNKNOWN, are unset (macro unset_as_null); an unset event type is
+    GRANT_EVENT_TYPE_UNSPECIFIED; of two copies of a row in one complete snapshot the more
+    recently updated wins (macro current_rows)."""
+    import duckdb
+
+    jsonl, database = tmp_path / "jsonl", tmp_path / "staging.duckdb"
+    jsonl.mkdir()
+    at = '"snapshotAt": "2026-01-02T03:04:05.678Z"'
+    rows = {
+        "apps": [
+            f'{{"id": "a1", "displayName": "Okta (old)", "updatedAt": "2026-01-01T00:00:00Z", {at}}}',
+            f'{{"id": "a1", "displayName": "", "updatedAt": "2026-01-02T00:00:00Z", {at}}}',
+            f'{{"id": "a2", "displayName": "Slack", "updatedAt": "2026-01-01T00:00:00Z", {at}}}',
+        ],
+        "app_entitlements": [
+            f'{{"appId": "a1", "id": "e1", "displayName": "", "updatedAt": "2026-01-01T00:00:00Z", {at}}}',
+        ],
+        "users": [
+            f'{{"id": "u1", "displayName": "", "email": "", "status": "UNKNOWN", '
+            f'"directoryStatus": "", "updatedAt": "2026-01-01T00:00:00Z", {at}}}',
+            f'{{"id": "u2", "displayName": "Ada", "email": "ada@example.com", "status": "ENABLED", '
+            f'"directoryStatus": "DISABLED", "updatedAt": "2026-01-01T00:00:00Z", {at}}}',
+        ],
+        "automation_exclusions": [
+            f'{{"appId": "a1", "appEntitlementId": "e1", "appUserId": "", "userId": "u1", {at}}}',
+        ],
+        "grant_feed": [
+            '{"date": "2026-01-01T00:00:00Z", "appId": "a1", "appEntitlementId": "e1", '
+            '"appUserId": "au1", "eventType": "", "feed": {"ticketId": ""}}',
+            '{"date": "2026-01-01T00:00:01Z", "appId": "a1", "appEntitlementId": "e1", '
+            '"appUserId": "au1", "eventType": "GRANT_EVENT_TYPE_ADDED", "feed": {"ticketId": "T1"}}',
+        ],
+        "full_table_snapshots": [
+            f'{{"stream": "{stream}", {at}, "completedAt": "2026-01-02T03:05:00.000Z"}}'
+            for stream in ("apps", "app_entitlements", "users", "automation_exclusions")
+        ],
+    }
+    for stream, lines in rows.items():
+        (jsonl / f"{stream}.jsonl").write_text("".join(line + "\n" for line in lines))
+    env = {
+        **os.environ,
+        "MELTANO_SEND_ANONYMOUS_USAGE_STATS": "false",
+        "MELTANO_DATABASE_URI": f"sqlite:///{tmp_path / 'meltano.db'}",
+        "DBT_DUCKDB_JSONL_DIR": str(jsonl),
+        "DBT_DUCKDB_DATABASE_PATH": str(database),
+        "DBT_DUCKDB_SCHEMA": "access",
+    }
+    meltano("invoke", "dbt-duckdb", "run", "--select", "staging", env=env)
+    with duckdb.connect(str(database), read_only=True) as db:
+
+        def query(sql: str) -> list[tuple]:
+            return db.execute(sql.replace("{schema}", "access")).fetchall()
+
+        assert query("SELECT app_id, display_name FROM {schema}.stg_apps ORDER BY 1") == [
+            ("a1", None),
+            ("a2", "Slack"),
+        ]
+        assert query("SELECT display_name FROM {schema}.stg_app_entitlements") == [(None,)]
+        assert query(
+            "SELECT user_id, display_name, email, status, directory_status "
+            "FROM {schema}.stg_users ORDER BY 1"
+        ) == [
+            ("u1", None, None, None, None),
+            ("u2", "Ada", "ada@example.com", "ENABLED", "DISABLED"),
+        ]
+        assert query("SELECT app_user_id FROM {schema}.stg_automation_exclusions") == [(None,)]
+        assert query(
+            "SELECT event_type, lifecycle_action, ticket_id FROM {schema}.stg_grant_events "
+            "ORDER BY event_at"
+        ) == [
+            ("GRANT_EVENT_TYPE_UNSPECIFIED", "other", None),
+            ("GRANT_EVENT_TYPE_ADDED", "added", "T1"),
+        ]
+
+
 # Plan nodes that look rows up through an index: a nested loop over one of them does a
 # logarithmic lookup per outer row, not a scan.
 INDEX_LOOKUPS = {"Index Scan", "Index Only Scan", "Bitmap Heap Scan", "Bitmap Index Scan"}

@@ -26,3 +26,23 @@
         from ({{ complete_snapshots(stream) }}) as snapshots
     )
 {%- endmacro %}
+
+{% macro current_rows(stream, key) -%}
+    {#-
+      The latest complete snapshot, one row per `key`: the most recently updated copy
+      (macros.yml). In a staging model:
+          from ({{ current_rows('apps', key=['id']) }}) as apps
+    -#}
+    select *
+    from (
+        select
+            in_snapshot.*,
+            row_number() over (
+                partition by
+                {%- for column in key %} in_snapshot.{{ adapter.quote(column) }}{{ "," if not loop.last }}{% endfor %}
+                order by {{ timestamp_tz('in_snapshot."updatedAt"') }} desc nulls last
+            ) as copy_rank
+        from ({{ latest_complete_snapshot(stream) }}) as in_snapshot
+    ) as copies
+    where copy_rank = 1
+{%- endmacro %}

@@ -2,9 +2,9 @@
 -- directory, and whether that app user holds the entitlement they are excluded from now.
 select
     exclusions.app_id,
-    apps.display_name as app_display_name,
+    exclusions.app_display_name,
     exclusions.app_entitlement_id,
-    entitlements.display_name as app_entitlement_display_name,
+    exclusions.app_entitlement_display_name,
     exclusions.app_user_id,
     exclusions.user_id,
     users.display_name,
@@ -13,16 +13,10 @@ select
     users.directory_status,
     held.app_user_id is not null as holds_entitlement,
     held.granted_at as held_since
-from {{ ref('stg_automation_exclusions') }} as exclusions
+from ({{ with_catalog_names(ref('stg_automation_exclusions')) }}) as exclusions
 left join {{ ref('stg_users') }} as users
     on users.user_id = exclusions.user_id
 left join {{ ref('current_grants') }} as held
     on held.app_id = exclusions.app_id
     and held.app_entitlement_id = exclusions.app_entitlement_id
     and held.app_user_id = exclusions.app_user_id
--- names from the catalog; an id it does not know keeps its row, with no name
-left join {{ ref('stg_apps') }} as apps
-    on apps.app_id = exclusions.app_id
-left join {{ ref('stg_app_entitlements') }} as entitlements
-    on entitlements.app_id = exclusions.app_id
-    and entitlements.app_entitlement_id = exclusions.app_entitlement_id

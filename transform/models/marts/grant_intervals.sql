@@ -54,24 +54,18 @@ numbered as (
 
 select
     md5(
-        numbered.app_id || '/' || numbered.app_entitlement_id || '/' || numbered.app_user_id
-        || '/' || cast(numbered.interval_number as {{ dbt.type_string() }})
+        app_id || '/' || app_entitlement_id || '/' || app_user_id
+        || '/' || cast(interval_number as {{ dbt.type_string() }})
     ) as interval_id,
-    numbered.app_id,
-    apps.display_name as app_display_name,
-    numbered.app_entitlement_id,
-    entitlements.display_name as app_entitlement_display_name,
-    numbered.app_user_id,
-    numbered.interval_number,
-    numbered.granted_at,
-    numbered.revoked_at,
-    numbered.granted_ticket_id,
-    numbered.revoked_ticket_id,
-    numbered.revoked_at is null as is_current
-from numbered
--- names from the catalog; an id it does not know keeps its row, with no name
-left join {{ ref('stg_apps') }} as apps
-    on apps.app_id = numbered.app_id
-left join {{ ref('stg_app_entitlements') }} as entitlements
-    on entitlements.app_id = numbered.app_id
-    and entitlements.app_entitlement_id = numbered.app_entitlement_id
+    app_id,
+    app_display_name,
+    app_entitlement_id,
+    app_entitlement_display_name,
+    app_user_id,
+    interval_number,
+    granted_at,
+    revoked_at,
+    granted_ticket_id,
+    revoked_ticket_id,
+    revoked_at is null as is_current
+from ({{ with_catalog_names('numbered') }}) as named

@@ -6,18 +6,12 @@
 -- events (README "Models", At warehouse scale).
 select
     added.app_id,
-    apps.display_name as app_display_name,
+    added.app_display_name,
     added.app_entitlement_id,
-    entitlements.display_name as app_entitlement_display_name,
+    added.app_entitlement_display_name,
     added.app_user_id,
     added.event_at as granted_at,
     coalesce(added.lifecycle_effect = 'open', false) as opened_access
-from {{ ref('int_grant_lifecycle_events') }} as added
--- names from the catalog; an id it does not know keeps its row, with no name
-left join {{ ref('stg_apps') }} as apps
-    on apps.app_id = added.app_id
-left join {{ ref('stg_app_entitlements') }} as entitlements
-    on entitlements.app_id = added.app_id
-    and entitlements.app_entitlement_id = added.app_entitlement_id
+from ({{ with_catalog_names(ref('int_grant_lifecycle_events')) }}) as added
 where added.lifecycle_action = 'added'
   and added.ticket_id is null

@@ -1,10 +1,10 @@
 -- One row per automation exclusion the service holds now: the latest complete snapshot of the
 -- full-table stream (see macros/snapshots.sql); rows of earlier snapshots and of runs that
--- failed half-way are history (automation_exclusion_history), not current. An empty string
--- is an unset field.
+-- failed half-way are history (automation_exclusion_history), not current. Unset fields are
+-- null (macros/unset_fields.sql).
 select distinct
     "appId" as app_id,
     "appEntitlementId" as app_entitlement_id,
-    nullif("appUserId", '') as app_user_id,
+    {{ unset_as_null('"appUserId"') }} as app_user_id,
     "userId" as user_id
 from ({{ latest_complete_snapshot('automation_exclusions') }}) as exclusions

@@ -1,15 +1,15 @@
 -- One row per distinct grant event: the loaded feed deduplicated on its primary key
 -- (delivery is at-least-once and JSONL appends). Every event type is kept, known or not;
--- lifecycle_action says what it does to the grant ('other' = nothing). An empty string is
--- an unset field (the service may send "ticketId": "" or "eventType": "" for none).
+-- lifecycle_action says what it does to the grant ('other' = nothing). Unset fields are null
+-- (macros/unset_fields.sql); an unset event type is the enum's zero value.
 with loaded as (
     select
         "appId" as app_id,
         "appEntitlementId" as app_entitlement_id,
         "appUserId" as app_user_id,
-        coalesce(nullif("eventType", ''), 'GRANT_EVENT_TYPE_UNSPECIFIED') as event_type,
+        coalesce({{ unset_as_null('"eventType"') }}, 'GRANT_EVENT_TYPE_UNSPECIFIED') as event_type,
         {{ timestamp_tz('"date"') }} as event_at,
-        nullif({{ json_text('feed', 'ticketId') }}, '') as ticket_id
+        {{ unset_as_null(json_text('feed', 'ticketId')) }} as ticket_id
     from {{ source('accessgov', 'grant_feed') }}
 ),
 
