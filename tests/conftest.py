@@ -112,6 +112,21 @@ def emulator() -> t.Iterator[Emulator]:
 
 
 @pytest.fixture
+def make_emulator() -> t.Iterator[t.Callable[..., Emulator]]:
+    """Fresh emulators of a test's own (``make_emulator(dataset, latency=...)``: any of
+    Emulator's options, the test credential), each stopped after the test."""
+    started: list[Emulator] = []
+
+    def make(dataset: Dataset, **options: t.Any) -> Emulator:
+        started.append(Emulator(dataset, credential=CREDENTIAL, **options).start())
+        return started[-1]
+
+    yield make
+    for emu in started:
+        emu.stop()
+
+
+@pytest.fixture
 def e2e_emulator() -> t.Iterator[Emulator]:
     """A fresh emulator of the end-to-end tenant (E2E_DATASET), for Meltano and loader runs."""
     with Emulator(Dataset(**E2E_DATASET), credential=CREDENTIAL) as emu:
