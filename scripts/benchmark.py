@@ -5,8 +5,8 @@
 In one run, alternating the two sides of each comparison and reporting medians:
 
 1. grant_feed throughput: the tap (catalog selecting grant_feed, stdout to /dev/null) versus a
-   plain loop over the same pages (requests.Session, pageSize 100, json parse, one json dump
-   per record): the ratio tap/raw of records per second;
+   plain loop over the same pages (scripts/raw_loop.py: requests.Session, pageSize 100, json
+   parse, one json dump per record): the ratio tap/raw of records per second;
 2. the tap's peak RSS on a 10k-event and on a 200k-event feed;
 3. automation_exclusions over 200 entitlements with 50 ms added to every response: the tap
    (max_concurrency 8) versus the same tap one request after another (max_concurrency 1);
@@ -17,7 +17,7 @@ In one run, alternating the two sides of each comparison and reporting medians:
    the app list, then every app's entitlements) with max_concurrency 8 versus 1, then of a
    whole automatic exclusions run (catalog + the exclusions of every automated entitlement)
    and of ``exclusion_scope: all`` (the exclusions of every entitlement);
-6. end to end (``--only e2e``): a raw fetch+COPY loop (requests, pages of 100, psycopg ``COPY``
+6. end to end (``--only e2e``): a raw fetch+COPY loop (``raw_loop.py --copy``: psycopg ``COPY``
    of each event into a table with grant_feed's primary key) versus the project's own
    ``meltano --environment emulator run tap-accessgov target-postgres`` as meltano.yml ships
    it (only the emulator's URL, the secret and ``select: grant_feed`` come from the
