@@ -36,7 +36,7 @@ from support import (
 DEMO = ROOT / ".demo"
 OUTPUT = DEMO / "output"
 DUCKDB_FILE = DEMO / "accessgov.duckdb"
-PORT = 8765
+PORT = 8765  # python -m emulator's default: the api_url of meltano.yml's emulator environment
 AS_OF_DAYS = 90  # the point-in-time question: who held it this many days ago
 
 BUSIEST = """
