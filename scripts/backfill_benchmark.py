@@ -22,11 +22,11 @@ import json
 import signal
 import statistics
 import subprocess
-import sys
 import time
 import typing as t
 
 import benchmark as bench
+from support import EmulatorProcess, Warehouse
 
 if t.TYPE_CHECKING:
     import argparse
@@ -74,11 +74,11 @@ def _killed_then_resumed(
 
 def backfill(args: argparse.Namespace, workdir: Path, report: t.Callable[[str], None]) -> None:
     events = args.backfill_events
-    emulators: list[bench.EmulatorProcess] = []
+    emulators: list[EmulatorProcess] = []
 
-    def start(name: str, *options: str) -> bench.EmulatorProcess:
+    def start(name: str, *options: str) -> EmulatorProcess:
         emulators.append(
-            bench.EmulatorProcess(workdir, name, "--exclusion-entitlements", "1", *options)
+            bench.start_emulator(workdir, name, "--exclusion-entitlements", "1", *options)
         )
         return emulators[-1]
 
@@ -94,9 +94,7 @@ def backfill(args: argparse.Namespace, workdir: Path, report: t.Callable[[str], 
         tap_times, raw_times = [], []
         for _ in range(args.rounds):
             tap_times.append(bench.run(bench.tap_command(slow.config_path, catalog))[0])
-            raw_times.append(
-                bench.run([sys.executable, "-c", bench.RAW_LOOP, str(slow.config_path)])[0]
-            )
+            raw_times.append(bench.run(bench.raw_loop(slow.config_path))[0])
         tap_s, raw_s = statistics.median(tap_times), statistics.median(raw_times)
         report(f"  raw sequential loop      median {raw_s:6.2f} s")
         report(f"  tap, default settings    median {tap_s:6.2f} s")
@@ -133,17 +131,12 @@ def backfill(args: argparse.Namespace, workdir: Path, report: t.Callable[[str], 
         )
 
         if args.backfill_e2e:
-            subprocess.run(
-                [str(bench.BIN / "meltano"), "install"],
-                cwd=bench.ROOT,
-                check=True,
-                capture_output=True,
-            )
+            bench.install_plugins()
             report(
                 f"backfill end to end: meltano run tap-accessgov target-postgres, {events:,} "
                 f"skewed events, 100 ms per request, {args.rounds} rounds alternating"
             )
-            database = bench.Warehouse()
+            database = Warehouse()
             shipped_times: list[float] = []
             sequential_times: list[float] = []
             try:

@@ -5,8 +5,8 @@
 In one run, alternating the two sides of each comparison and reporting medians:
 
 1. grant_feed throughput: the tap (catalog selecting grant_feed, stdout to /dev/null) versus a
-   plain loop over the same pages (requests.Session, pageSize 100, json parse, one json dump
-   per record): the ratio tap/raw of records per second;
+   plain loop over the same pages (scripts/raw_loop.py: requests.Session, pageSize 100, json
+   parse, one json dump per record): the ratio tap/raw of records per second;
 2. the tap's peak RSS on a 10k-event and on a 200k-event feed;
 3. automation_exclusions over 200 entitlements with 50 ms added to every response: the tap
    (max_concurrency 8) versus the same tap one request after another (max_concurrency 1);
@@ -17,7 +17,7 @@ In one run, alternating the two sides of each comparison and reporting medians:
    the app list, then every app's entitlements) with max_concurrency 8 versus 1, then of a
    whole automatic exclusions run (catalog + the exclusions of every automated entitlement)
    and of ``exclusion_scope: all`` (the exclusions of every entitlement);
-6. end to end (``--only e2e``): a raw fetch+COPY loop (requests, pages of 100, psycopg ``COPY``
+6. end to end (``--only e2e``): a raw fetch+COPY loop (``raw_loop.py --copy``: psycopg ``COPY``
    of each event into a table with grant_feed's primary key) versus the project's own
    ``meltano --environment emulator run tap-accessgov target-postgres`` as meltano.yml ships
    it (only the emulator's URL, the secret and ``select: grant_feed`` come from the
@@ -52,69 +52,32 @@ import tempfile
 import threading
 import time
 import typing as t
-import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-BIN = Path(sys.executable).parent
+from support import (
+    BIN,
+    ROOT,
+    TAP,
+    EmulatorProcess,
+    Warehouse,
+    emulator_environment_env,
+    libpq_url,
+)
 
-RAW_LOOP = """
-import json, sys, requests
-config = json.load(open(sys.argv[1]))
-session = requests.Session()
-token = session.post(config["api_url"] + "/auth/v1/token", data={
-    "grant_type": "client_credentials", "client_id": config["client_id"],
-    "client_secret": config["client_secret"]}).json()["access_token"]
-session.headers["Authorization"] = "Bearer " + token
-body = {"pageSize": 100, "after": config["start_date"]}
-records = 0
-with open("/dev/null", "w") as out:
-    while True:
-        page = session.post(config["api_url"] + "/api/v1/grants/feed", json=body).json()
-        for entry in page.get("list") or []:
-            out.write(json.dumps(entry) + "\\n")
-            records += 1
-        if not page.get("nextPageToken"):
-            break
-        body["pageToken"] = page["nextPageToken"]
-print(records)
-"""
+RAW_LOOP = Path(__file__).resolve().parent / "raw_loop.py"  # the baseline client
 
 
-RAW_COPY_LOOP = """
-import json, sys, requests, psycopg
-config = json.load(open(sys.argv[1]))
-dsn, table = sys.argv[2], sys.argv[3]
-session = requests.Session()
-token = session.post(config["api_url"] + "/auth/v1/token", data={
-    "grant_type": "client_credentials", "client_id": config["client_id"],
-    "client_secret": config["client_secret"]}).json()["access_token"]
-session.headers["Authorization"] = "Bearer " + token
-columns = ('"appId", "appEntitlementId", "appUserId", "eventType", date, feed, '
-           '"appPath", "appUserPath", "entitlementPath", "ticketPath"')
-with psycopg.connect(dsn) as connection:
-    connection.execute(
-        f'CREATE TABLE {table} ("appId" text, "appEntitlementId" text, "appUserId" text, '
-        '"eventType" text, date timestamptz, feed jsonb, "appPath" text, "appUserPath" text, '
-        '"entitlementPath" text, "ticketPath" text, '
-        'PRIMARY KEY ("appId", "appEntitlementId", "appUserId", "eventType", date))')
-    body = {"pageSize": 100, "after": config["start_date"]}
-    with connection.cursor() as cursor:
-        while True:
-            page = session.post(config["api_url"] + "/api/v1/grants/feed", json=body).json()
-            with cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
-                for entry in page.get("list") or []:
-                    feed = entry["feed"]
-                    copy.write_row((feed.get("appId"), feed.get("appEntitlementId"),
-                        feed.get("appUserId"),
-                        feed.get("eventType") or "GRANT_EVENT_TYPE_UNSPECIFIED",
-                        feed["date"], json.dumps(feed), entry.get("appPath"),
-                        entry.get("appUserPath"), entry.get("entitlementPath"),
-                        entry.get("ticketPath")))
-            if not page.get("nextPageToken"):
-                break
-            body["pageToken"] = page["nextPageToken"]
-"""
+def start_emulator(workdir: Path, name: str, *options: str) -> EmulatorProcess:
+    """An emulator process whose tap config lists the tenant's exclusion entitlements, as every
+    section measured it: a run that reads the exclusions needs no catalog read first (the
+    discovery section drops the list to measure that read)."""
+    return EmulatorProcess(workdir, name, *options, list_exclusion_entitlements=True)
+
+
+def raw_loop(config_path: Path, *options: str) -> list[str]:
+    """The command of the baseline client (scripts/raw_loop.py) for a tap config."""
+    return [sys.executable, str(RAW_LOOP), str(config_path), *options]
+
 
 # Loader and message-format candidates for --candidates: every knob set explicitly, so a
 # candidate does not depend on what meltano.yml ships. batch_config {} = RECORD messages.
@@ -212,64 +175,11 @@ class PeakRss:
         return self.peak
 
 
-class EmulatorProcess:
-    """``python -m emulator`` on a free port, and the tap's config for its tenant."""
-
-    def __init__(self, workdir: Path, name: str, *args: str) -> None:
-        self.config_path = workdir / f"{name}.json"
-        tenant_path = workdir / f"{name}-tenant.json"
-        ready = workdir / f"{name}.ready"
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "emulator",
-                "--port",
-                "0",
-                "--write-tenant",
-                str(tenant_path),
-                "--ready-file",
-                str(ready),
-                *args,
-            ],
-            cwd=ROOT,
-            stdout=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 120
-        while not ready.exists():
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                sys.exit(f"emulator {name} did not start")
-            time.sleep(0.05)
-        tenant = json.loads(tenant_path.read_text())
-        self.url: str = tenant["url"]
-        self.config: dict[str, t.Any] = {
-            "client_id": tenant["client_id"],
-            "client_secret": tenant["client_secret"],
-            "api_url": tenant["url"],
-            "start_date": tenant["before_first_event"],
-            "exclusion_entitlements": tenant["exclusion_entitlements"],
-        }
-        self.config_path.write_text(json.dumps(self.config))
-
-    def control(self, path: str, body: dict[str, t.Any] | None = None) -> dict[str, t.Any]:
-        request = urllib.request.Request(
-            f"{self.url}/_emulator/{path}",
-            data=None if body is None else json.dumps(body).encode(),
-            method="GET" if body is None else "POST",
-        )
-        with urllib.request.urlopen(request, timeout=60) as response:
-            return t.cast("dict[str, t.Any]", json.loads(response.read()))
-
-    def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(timeout=30)
-
-
 def catalog_for(config_path: Path, stream: str, workdir: Path) -> Path:
     """The tap's own discovered catalog with only ``stream`` selected."""
     catalog = json.loads(
         subprocess.run(
-            [str(BIN / "tap-accessgov"), "--config", str(config_path), "--discover"],
+            [str(TAP), "--config", str(config_path), "--discover"],
             capture_output=True,
             check=True,
             text=True,
@@ -298,7 +208,7 @@ def run(command: list[str]) -> tuple[float, int]:
 
 
 def tap_command(config_path: Path, catalog: Path) -> list[str]:
-    return [str(BIN / "tap-accessgov"), "--config", str(config_path), "--catalog", str(catalog)]
+    return [str(TAP), "--config", str(config_path), "--catalog", str(catalog)]
 
 
 def with_settings(emulator: EmulatorProcess, workdir: Path, name: str, **settings: t.Any) -> Path:
@@ -307,56 +217,12 @@ def with_settings(emulator: EmulatorProcess, workdir: Path, name: str, **setting
     return path
 
 
-def postgres_dsn() -> str:
-    """libpq settings from the standard PG* variables, with the shipped defaults."""
-    env = os.environ
-    parts = {
-        "host": env.get("PGHOST", "127.0.0.1"),
-        "port": env.get("PGPORT", "5432"),
-        "user": env.get("PGUSER", "postgres"),
-        "dbname": env.get("PGDATABASE", "test"),
-    }
-    if env.get("PGPASSWORD"):
-        parts["password"] = env["PGPASSWORD"]
-    return " ".join(f"{key}={value}" for key, value in parts.items())
-
-
-class Warehouse:
-    """Schemas of this benchmark (bench_<pid>_*), all dropped at the end."""
-
-    def __init__(self) -> None:
-        import psycopg
-
-        self.connection = psycopg.connect(postgres_dsn(), autocommit=True)
-        self.schemas: list[str] = []
-
-    def new_schema(self, name: str) -> str:
-        schema = f"bench_{os.getpid()}_{name}_{len(self.schemas)}"
-        self.connection.execute(f"CREATE SCHEMA {schema}")
-        self.schemas.append(schema)
-        return schema
-
-    def rows(self, table: str) -> int:
-        row = self.connection.execute(f"SELECT count(*) FROM {table}").fetchone()
-        assert row is not None
-        return int(row[0])
-
-    def drop(self, schema: str) -> None:
-        self.connection.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
-
-    def close(self) -> None:
-        for schema in self.schemas:
-            self.drop(schema)
-        self.connection.close()
-
-
 def meltano_env(emulator: EmulatorProcess, schema: str, workdir: Path) -> dict[str, str]:
     """What a user exports (the secret) plus what differs in a benchmark run: the emulator's
     free port, grant_feed only (the raw loop reads only the feed), a schema of our own."""
     return {
         **os.environ,
-        "TAP_ACCESSGOV_CLIENT_SECRET": emulator.config["client_secret"],
-        "TAP_ACCESSGOV_API_URL": emulator.config["api_url"],
+        **emulator_environment_env(emulator),
         "TAP_ACCESSGOV__SELECT": '["grant_feed.*"]',
         "TARGET_POSTGRES_DEFAULT_TARGET_SCHEMA": schema,
         "MELTANO_DATABASE_URI": f"sqlite:///{workdir / 'meltano.db'}",
@@ -408,7 +274,7 @@ def end_to_end(args: argparse.Namespace, workdir: Path, report: t.Callable[[str]
         if not args.candidates:
             # What every run pays before and after its data: Meltano's start, discovery, the
             # start of tap and target (target-postgres imports for seconds), state handling.
-            tiny = EmulatorProcess(workdir, "e2e-fixed", "--events", "100")
+            tiny = start_emulator(workdir, "e2e-fixed", "--events", "100")
             try:
                 fixed = []
                 for _ in range(args.rounds):
@@ -424,7 +290,7 @@ def end_to_end(args: argparse.Namespace, workdir: Path, report: t.Callable[[str]
             finally:
                 tiny.stop()
         for events in args.e2e_events:
-            emulator = EmulatorProcess(
+            emulator = start_emulator(
                 workdir, f"e2e{events}", "--events", str(events), "--exclusion-entitlements", "1"
             )
             try:
@@ -440,14 +306,12 @@ def end_to_end(args: argparse.Namespace, workdir: Path, report: t.Callable[[str]
                     schema = warehouse.new_schema("raw")
                     raw_times.append(
                         run(
-                            [
-                                sys.executable,
-                                "-c",
-                                RAW_COPY_LOOP,
-                                str(emulator.config_path),
-                                postgres_dsn(),
+                            raw_loop(
+                                emulator.config_path,
+                                "--copy",
+                                libpq_url(warehouse.url),
                                 f"{schema}.grant_feed",
-                            ]
+                            )
                         )[0]
                     )
                     raw_rows = warehouse.rows(f"{schema}.grant_feed")
@@ -489,7 +353,7 @@ def models(args: argparse.Namespace, workdir: Path, report: t.Callable[[str], No
             args.model_events,
             args.nightly_events,
             workdir,
-            lambda name, events: EmulatorProcess(workdir, name, "--events", str(events)),
+            lambda name, events: start_emulator(workdir, name, "--events", str(events)),
             warehouse,
             report,
         )
@@ -531,7 +395,7 @@ def tap_sections(args: argparse.Namespace, workdir: Path, report: t.Callable[[st
     emulators: list[EmulatorProcess] = []
 
     def start(name: str, *options: str) -> EmulatorProcess:
-        emulators.append(EmulatorProcess(workdir, name, *options))
+        emulators.append(start_emulator(workdir, name, *options))
         return emulators[-1]
 
     tokens: list[int] = []
@@ -556,9 +420,7 @@ def tap_sections(args: argparse.Namespace, workdir: Path, report: t.Callable[[st
                 tap_times, raw_times = [], []
                 for _ in range(args.rounds):
                     tap_times.append(tap_run(emulator, emulator.config_path, feed_catalog)[0])
-                    raw_times.append(
-                        run([sys.executable, "-c", RAW_LOOP, str(emulator.config_path)])[0]
-                    )
+                    raw_times.append(run(raw_loop(emulator.config_path))[0])
                 tap_s, raw_s = statistics.median(tap_times), statistics.median(raw_times)
                 report(f"  tap  {events / tap_s:>9,.0f} records/s (median {tap_s:.2f} s)")
                 report(f"  raw  {events / raw_s:>9,.0f} records/s (median {raw_s:.2f} s)")

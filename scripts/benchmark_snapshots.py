@@ -28,7 +28,8 @@ import time
 import typing as t
 from pathlib import Path
 
-from benchmark import BIN, ROOT, EmulatorProcess, Warehouse, postgres_dsn
+from benchmark import start_emulator
+from support import BIN, ROOT, TAP, EmulatorProcess, Warehouse
 
 TARGET = ROOT / ".meltano/loaders/target-postgres/venv/bin/target-postgres"
 
@@ -47,26 +48,24 @@ def load(
     emulator: EmulatorProcess,
     tap_settings: dict[str, t.Any],
     target_settings: dict[str, t.Any],
+    warehouse: Warehouse,
     schema: str,
     workdir: Path,
 ) -> float:
-    """Wall seconds of ``tap-accessgov | target-postgres`` into ``schema``."""
+    """Wall seconds of ``tap-accessgov | target-postgres`` into ``schema`` of the warehouse."""
     tap_config = workdir / "snapshots-tap.json"
     tap_config.write_text(json.dumps({**emulator.config, **tap_settings}))
     target_config = workdir / "snapshots-target.json"
-    dsn = dict(part.split("=", 1) for part in postgres_dsn().split())
-    password = f":{dsn['password']}" if "password" in dsn else ""
-    url = (
-        f"postgresql+psycopg://{dsn['user']}{password}@{dsn['host']}:{dsn['port']}/{dsn['dbname']}"
-    )
     target_config.write_text(
-        json.dumps({**target_settings, "sqlalchemy_url": url, "default_target_schema": schema})
+        json.dumps(
+            {**target_settings, "sqlalchemy_url": warehouse.url, "default_target_schema": schema}
+        )
     )
     log = workdir / "snapshots.log"
     started = time.perf_counter()
     with log.open("w") as errors:
         tap = subprocess.Popen(
-            [str(BIN / "tap-accessgov"), "--config", str(tap_config)],
+            [str(TAP), "--config", str(tap_config)],
             stdout=subprocess.PIPE,
             stderr=errors,
             cwd=ROOT,
@@ -102,7 +101,7 @@ def full_table_snapshots(
         capture_output=True,
     )
     events = args.mid_events
-    emulator = EmulatorProcess(workdir, "snapshots", "--events", str(events))
+    emulator = start_emulator(workdir, "snapshots", "--events", str(events))
     warehouse = Warehouse()
     try:
         report(
@@ -116,8 +115,12 @@ def full_table_snapshots(
         for _ in range(args.rounds):
             for name, (tap_settings, target_settings) in CANDIDATES.items():
                 schema = warehouse.new_schema("snapshots")
-                first[name].append(load(emulator, tap_settings, target_settings, schema, workdir))
-                second[name].append(load(emulator, tap_settings, target_settings, schema, workdir))
+                first[name].append(
+                    load(emulator, tap_settings, target_settings, warehouse, schema, workdir)
+                )
+                second[name].append(
+                    load(emulator, tap_settings, target_settings, warehouse, schema, workdir)
+                )
                 rows[name] = {
                     table: warehouse.rows(f"{schema}.{table}")
                     for table in ("grant_feed", "automation_exclusions", "users")

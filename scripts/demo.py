@@ -15,24 +15,28 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import subprocess
 import sys
 import time
 import typing as t
-import urllib.request
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from urllib.parse import urlsplit
 
-ROOT = Path(__file__).resolve().parent.parent
+from support import (
+    BIN,
+    ROOT,
+    EmulatorDidNotStart,
+    EmulatorProcess,
+    connect,
+    libpq_env,
+)
+
 DEMO = ROOT / ".demo"
 OUTPUT = DEMO / "output"
 DUCKDB_FILE = DEMO / "accessgov.duckdb"
-BIN = Path(sys.executable).parent
-PORT = 8765
+PORT = 8765  # python -m emulator's default: the api_url of meltano.yml's emulator environment
 AS_OF_DAYS = 90  # the point-in-time question: who held it this many days ago
 
 BUSIEST = """
@@ -98,7 +102,10 @@ QUESTIONS = {
 }
 
 
-class Warehouse(t.Protocol):
+class ModelsDatabase(t.Protocol):
+    """Where dbt built the models, as the answers query them: the models' schema, the SQL for
+    the current instant, and a query."""
+
     models: str
     now: str
 
@@ -130,10 +137,7 @@ class Postgres:
     now = "now()"
 
     def __init__(self, url: str, schema: str) -> None:
-        import psycopg
-
-        self._db = psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://"))
-        self._db.autocommit = True
+        self._db = connect(url)
         self.schema, self.models = schema, f"{schema}_analytics"
 
     def query(self, sql: str) -> tuple[list[str], list[tuple[t.Any, ...]]]:
@@ -144,20 +148,6 @@ class Postgres:
     def reset(self) -> None:
         for schema in (self.schema, self.models):
             self._db.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
-
-
-def libpq_env(url: str) -> dict[str, str]:
-    """PGHOST, PGPORT, ... for a URL: what the dbt-postgres profile reads."""
-    parts = urlsplit(url.replace("postgresql+psycopg://", "postgresql://"))
-    env = {
-        "PGHOST": parts.hostname or "127.0.0.1",
-        "PGPORT": str(parts.port or 5432),
-        "PGUSER": parts.username or "postgres",
-        "PGDATABASE": parts.path.lstrip("/") or "postgres",
-    }
-    if parts.password:
-        env["PGPASSWORD"] = parts.password
-    return env
 
 
 def print_table(title: str, columns: list[str], rows: list[tuple[t.Any, ...]]) -> None:
@@ -196,46 +186,6 @@ def meltano(*args: str, env: dict[str, str], log: str) -> None:
     print(f"  done in {time.monotonic() - started:.1f} s", flush=True)
 
 
-def emulator_call(path: str, body: dict[str, t.Any]) -> dict[str, t.Any]:
-    request = urllib.request.Request(
-        f"http://127.0.0.1:{PORT}{path}",
-        data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json"},
-        method="POST",
-    )
-    with urllib.request.urlopen(request, timeout=30) as response:
-        return t.cast("dict[str, t.Any]", json.loads(response.read()))
-
-
-def start_emulator(events: int) -> subprocess.Popen[bytes]:
-    DEMO.mkdir(exist_ok=True)
-    ready = DEMO / "emulator.ready"
-    ready.unlink(missing_ok=True)
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "emulator",
-            "--port",
-            str(PORT),
-            "--events",
-            str(events),
-            "--write-tenant",
-            str(DEMO / "emulator-tenant.json"),
-            "--ready-file",
-            str(ready),
-        ],
-        cwd=ROOT,
-    )
-    deadline = time.monotonic() + 60
-    while not ready.exists():
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            sys.exit(f"the emulator did not start (is port {PORT} free?)")
-        time.sleep(0.1)
-    return process
-
-
 def format_value(value: t.Any) -> str:
     if value is None:
         return ""
@@ -244,14 +194,14 @@ def format_value(value: t.Any) -> str:
     return str(value)
 
 
-def answers(warehouse: Warehouse, label: str, as_of: str) -> int:
+def answers(database: ModelsDatabase, label: str, as_of: str) -> int:
     """Print the answers of the models; returns the grant feed rows loaded so far."""
     print(f"\n== {label}: answers from the models ==")
-    _, busiest = warehouse.query(BUSIEST.format(models=warehouse.models))
+    _, busiest = database.query(BUSIEST.format(models=database.models))
     app_id, app_entitlement_id, app_name, entitlement_name, _ = busiest[0]
     values = {
-        "models": warehouse.models,
-        "now": warehouse.now,
+        "models": database.models,
+        "now": database.now,
         "app_id": app_id,
         "app_entitlement_id": app_entitlement_id,
         "app_name": app_name or app_id,  # an app the catalog does not know shows its id
@@ -259,11 +209,9 @@ def answers(warehouse: Warehouse, label: str, as_of: str) -> int:
         "as_of": as_of,
     }
     for title, sql in QUESTIONS.items():
-        columns, rows = warehouse.query(sql.format(**values))
+        columns, rows = database.query(sql.format(**values))
         print_table(title.format(**values), columns, rows)
-    _, loaded = warehouse.query(
-        f"SELECT sum(rows_loaded) FROM {warehouse.models}.grant_event_types"
-    )
+    _, loaded = database.query(f"SELECT sum(rows_loaded) FROM {database.models}.grant_event_types")
     return int(loaded[0][0])
 
 
@@ -290,13 +238,17 @@ def main() -> None:
     }
     DEMO.mkdir(exist_ok=True)
     meltano("install", env=env, log="meltano-install.log")
-    emulator = start_emulator(args.events)
+    try:
+        emulator = EmulatorProcess(
+            DEMO, "emulator", "--events", str(args.events), port=PORT, show_output=True, timeout=60
+        )
+    except EmulatorDidNotStart as exc:
+        sys.exit(str(exc))
     try:
         # meltano.yml's emulator environment names everything but the secret, as for a user
         # (README: "With Meltano"): the one export.
-        tenant = json.loads((DEMO / "emulator-tenant.json").read_text())
-        env["TAP_ACCESSGOV_CLIENT_SECRET"] = tenant["client_secret"]
-        warehouse: Warehouse
+        env["TAP_ACCESSGOV_CLIENT_SECRET"] = emulator.config["client_secret"]
+        database: ModelsDatabase
         if args.postgres_url:
             pipeline = ["tap-accessgov", "target-postgres", "dbt-postgres:build"]
             postgres = Postgres(args.postgres_url, args.schema)
@@ -307,7 +259,7 @@ def main() -> None:
                 "DBT_POSTGRES_SCHEMA": postgres.models,
             }
             postgres.reset()
-            warehouse = postgres
+            database = postgres
         else:
             pipeline = ["tap-accessgov", "target-jsonl", "dbt-duckdb:build"]
             env |= {
@@ -318,17 +270,17 @@ def main() -> None:
             shutil.rmtree(OUTPUT, ignore_errors=True)
             OUTPUT.mkdir(parents=True)
             DUCKDB_FILE.unlink(missing_ok=True)
-            warehouse = DuckDBFile(DUCKDB_FILE)
+            database = DuckDBFile(DUCKDB_FILE)
 
         meltano("run", "--full-refresh", *pipeline, env=env, log="run-1.log")
-        first = answers(warehouse, "After the first run", as_of)
+        first = answers(database, "After the first run", as_of)
 
-        added = emulator_call("/_emulator/events", {"count": args.new_events})
+        added = emulator.control("events", {"count": args.new_events})
         print(
             f"\nThe emulator now has {added.get('total', '?')} grant events ({args.new_events} new)."
         )
         meltano("run", *pipeline, env=env, log="run-2.log")
-        second = answers(warehouse, "After the second (incremental) run", as_of)
+        second = answers(database, "After the second (incremental) run", as_of)
 
         new_rows = second - first
         if args.postgres_url:
@@ -349,8 +301,7 @@ def main() -> None:
             "tenant's first grant (README, Models)."
         )
     finally:
-        emulator.terminate()
-        emulator.wait(timeout=30)
+        emulator.stop()
 
 
 if __name__ == "__main__":

@@ -30,30 +30,14 @@ import typing as t
 from dataclasses import dataclass
 from pathlib import Path
 
+from support import BIN, ROOT, TAP, EmulatorProcess, Warehouse, libpq_env
+
 if t.TYPE_CHECKING:
     from collections.abc import Callable
 
-ROOT = Path(__file__).resolve().parent.parent
-BIN = Path(sys.executable).parent
 ENGINES = ("postgres", "duckdb")
 LABELS = {"postgres": "PostgreSQL", "duckdb": "DuckDB"}
 LOADERS = {"postgres": "target-postgres", "duckdb": "target-jsonl"}
-
-
-class Tenant(t.Protocol):
-    """What the benchmark needs of an emulator process (scripts/benchmark.py's)."""
-
-    config_path: Path
-
-    def control(self, path: str, body: dict[str, t.Any] | None = None) -> dict[str, t.Any]: ...
-
-    def stop(self) -> None: ...
-
-
-class Schemas(t.Protocol):
-    """What the benchmark needs of the warehouse (scripts/benchmark.py's)."""
-
-    def new_schema(self, name: str) -> str: ...
 
 
 @dataclass
@@ -87,10 +71,10 @@ def load_average() -> str:
     return f"load average {os.getloadavg()[0]:.1f}"
 
 
-def extract(tenant: Tenant, messages: Path, state: Path | None = None) -> int:
+def extract(tenant: EmulatorProcess, messages: Path, state: Path | None = None) -> int:
     """The tap's output for the tenant (all streams), from ``state`` if given; the last STATE
     goes next to the messages. Returns the records written."""
-    command = [str(BIN / "tap-accessgov"), "--config", str(tenant.config_path)]
+    command = [str(TAP), "--config", str(tenant.config_path)]
     if state is not None:
         command += ["--state", str(state)]
     with messages.open("w") as output:
@@ -149,7 +133,7 @@ def build(side: Side) -> Build:
     )
 
 
-def fresh_side(engine: str, workdir: Path, name: str, schemas: Schemas) -> Side:
+def fresh_side(engine: str, workdir: Path, name: str, schemas: Warehouse) -> Side:
     """Where one engine's load and build go: fresh tables of their own."""
     target = workdir / f"dbt-{engine}-{name}"
     env = {
@@ -162,8 +146,8 @@ def fresh_side(engine: str, workdir: Path, name: str, schemas: Schemas) -> Side:
     if engine == "postgres":
         source = schemas.new_schema(f"models_source_{name}")
         tables = {
-            # the database the benchmark's warehouse connection uses (scripts/benchmark.py)
-            "PGDATABASE": os.environ.get("PGDATABASE", "test"),
+            # the database the warehouse connection uses, for target-postgres and dbt alike
+            **libpq_env(schemas.url),
             "TARGET_POSTGRES_DEFAULT_TARGET_SCHEMA": source,
             "DBT_POSTGRES_SOURCE_SCHEMA": source,
             "DBT_POSTGRES_SCHEMA": schemas.new_schema(f"models_{name}"),
@@ -183,8 +167,8 @@ def models_section(
     sizes: list[int],
     nightly_events: int,
     workdir: Path,
-    start_emulator: Callable[[str, int], Tenant],
-    schemas: Schemas,
+    start_emulator: Callable[[str, int], EmulatorProcess],
+    schemas: Warehouse,
     report: Callable[[str], None],
 ) -> None:
     """Load and build side by side for each size and engine, then the nightly case."""
@@ -224,7 +208,7 @@ def models_section(
 
 
 def nightly(
-    tenant: Tenant,
+    tenant: EmulatorProcess,
     first: Path,
     sides: list[Side],
     count: int,

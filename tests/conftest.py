@@ -1,5 +1,8 @@
 """Shared test machinery: emulators, an in-process sync that captures Singer output, and
-independent parsing of the service's timestamps for comparisons with ground truth."""
+independent parsing of the service's timestamps for comparisons with ground truth.
+
+The tenant -> tap settings mapping and the warehouse connection are scripts/support.py's,
+shared with the demo and the benchmarks (re-exported here for the tests)."""
 
 from __future__ import annotations
 
@@ -10,9 +13,7 @@ import json
 import os
 import re
 import subprocess
-import sys
 import typing as t
-import urllib.parse
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
@@ -21,6 +22,17 @@ from pathlib import Path
 import pytest
 
 from emulator import Dataset, Emulator, make_credential
+from emulator.__main__ import parse_args
+from support import (  # the mapping and the warehouse; the tests import them from here
+    BIN,
+    ROOT,
+    TAP,
+    connect,
+    libpq_env,  # noqa: F401
+    listed_exclusion_entitlements,  # noqa: F401
+    tap_config,  # noqa: F401
+    tap_env,  # noqa: F401
+)
 from tap_accessgov.tap import TapAccessGov
 from tests.groups import (  # the groups' hooks, registered here
     pytest_collection_modifyitems,  # noqa: F401
@@ -29,13 +41,16 @@ from tests.groups import (  # the groups' hooks, registered here
     require_group,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
 POSTGRES_URL = os.environ.get(
     "ACCESSGOV_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 )
-BIN = Path(sys.executable).parent
-BIN_TAP = BIN / "tap-accessgov"
-CREDENTIAL = make_credential(seed=7, tenant="acme.accessgov.test")
+BIN_TAP = TAP
+# What `python -m emulator` serves when given no options: the tenant meltano.yml's emulator
+# environment and sample_config.json name.
+EMULATOR_DEFAULTS = parse_args([])
+CREDENTIAL = make_credential(
+    seed=EMULATOR_DEFAULTS.credential_seed, tenant=EMULATOR_DEFAULTS.tenant
+)
 # Small enough to sync in about a second, large enough for many pages and shared users.
 SMALL_DATASET = {
     "seed": 11,
@@ -55,6 +70,19 @@ E2E_DATASET = {
     "exclusion_entitlements": 10,
     "max_exclusions": 150,
 }
+
+
+def default_dataset(events: int) -> Dataset:
+    """The dataset `python -m emulator` serves by default, with fewer events."""
+    return Dataset(
+        seed=EMULATOR_DEFAULTS.seed,
+        events=events,
+        apps=EMULATOR_DEFAULTS.apps,
+        users=EMULATOR_DEFAULTS.users,
+        exclusion_entitlements=EMULATOR_DEFAULTS.exclusion_entitlements,
+        max_exclusions=EMULATOR_DEFAULTS.max_exclusions,
+    )
+
 
 # Every stream of the tap, in sync order.
 STREAMS = ("grant_feed", "apps", "app_entitlements", "automation_exclusions", "users")
@@ -80,6 +108,28 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 def emulator() -> t.Iterator[Emulator]:
     """A fresh emulator per test, for tests that change it (faults, events, tokens)."""
     with Emulator(Dataset(**SMALL_DATASET), credential=CREDENTIAL) as emu:
+        yield emu
+
+
+@pytest.fixture
+def make_emulator() -> t.Iterator[t.Callable[..., Emulator]]:
+    """Fresh emulators of a test's own (``make_emulator(dataset, latency=...)``: any of
+    Emulator's options, the test credential), each stopped after the test."""
+    started: list[Emulator] = []
+
+    def make(dataset: Dataset, **options: t.Any) -> Emulator:
+        started.append(Emulator(dataset, credential=CREDENTIAL, **options).start())
+        return started[-1]
+
+    yield make
+    for emu in started:
+        emu.stop()
+
+
+@pytest.fixture
+def e2e_emulator() -> t.Iterator[Emulator]:
+    """A fresh emulator of the end-to-end tenant (E2E_DATASET), for Meltano and loader runs."""
+    with Emulator(Dataset(**E2E_DATASET), credential=CREDENTIAL) as emu:
         yield emu
 
 
@@ -120,9 +170,7 @@ def postgres() -> t.Iterator[tuple[t.Any, str]]:
     import psycopg
 
     try:
-        connection = psycopg.connect(
-            POSTGRES_URL.replace("postgresql+psycopg://", "postgresql://"), autocommit=True
-        )
+        connection = connect(POSTGRES_URL)
     except psycopg.OperationalError as exc:
         pytest.fail(
             f"PostgreSQL is not reachable at {POSTGRES_URL} ({exc}). The end-to-end tests need "
@@ -138,21 +186,6 @@ def postgres() -> t.Iterator[tuple[t.Any, str]]:
         ).fetchall():
             connection.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
         connection.close()
-
-
-def libpq_env(url: str) -> dict[str, str]:
-    """The PG* variables for a PostgreSQL URL: what the shipped target-postgres and the
-    dbt-postgres profile read."""
-    parts = urllib.parse.urlsplit(url.replace("postgresql+psycopg://", "postgresql://"))
-    env = {
-        "PGHOST": parts.hostname or "127.0.0.1",
-        "PGPORT": str(parts.port or 5432),
-        "PGUSER": urllib.parse.unquote(parts.username or "postgres"),
-        "PGDATABASE": parts.path.lstrip("/") or "postgres",
-    }
-    if parts.password:
-        env["PGPASSWORD"] = urllib.parse.unquote(parts.password)
-    return env
 
 
 @dataclass
@@ -203,32 +236,6 @@ def without_run(record: dict[str, t.Any]) -> dict[str, t.Any]:
     """A record without the fields that name the run it came from (full-table snapshots:
     ``snapshotAt``, ``completedAt``), for comparing two runs' output."""
     return {k: v for k, v in record.items() if k not in ("snapshotAt", "completedAt")}
-
-
-def tap_config(emulator: Emulator) -> dict[str, t.Any]:
-    """The tap's settings for an emulated tenant: the emulator describes its tenant in the
-    service's terms and knows nothing of the tap's settings. No exclusion_entitlements: the
-    tap finds them through the catalog."""
-    tenant = emulator.tenant()
-    return {
-        "client_id": tenant["client_id"],
-        "client_secret": tenant["client_secret"],
-        "api_url": tenant["url"],
-        "start_date": tenant["before_first_event"],
-    }
-
-
-def listed_exclusion_entitlements(emulator: Emulator) -> list[dict[str, str]]:
-    """The exclusion_entitlements setting naming the tenant's entitlements with exclusions."""
-    return emulator.tenant()["exclusion_entitlements"]
-
-
-def tap_env(emulator: Emulator) -> dict[str, str]:
-    """The same settings as the environment variables Meltano passes to the tap."""
-    return {
-        f"TAP_ACCESSGOV_{name.upper()}": value if isinstance(value, str) else json.dumps(value)
-        for name, value in tap_config(emulator).items()
-    }
 
 
 def run_cli(

@@ -12,6 +12,7 @@ import subprocess
 import threading
 import time
 import typing as t
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ from tap_accessgov.tap import TapAccessGov
 from tests.conftest import (
     BIN_TAP,
     CREDENTIAL,
+    SyncResult,
     catalog_selecting,
     ns,
     parse_singer,
@@ -84,30 +86,43 @@ class Bodies:
                 self.sent.append(json.loads(response.request.body))
 
 
-def test_skewed_feed_is_delivered_exactly_once_in_windows(skewed: Emulator) -> None:
+@dataclass(frozen=True)
+class Backfilled:
+    config: dict[str, t.Any]
+    result: SyncResult
+    bodies: list[dict[str, t.Any]]  # every grant feed request body, in the order sent
+
+
+@pytest.fixture(scope="module")
+def backfilled(skewed: Emulator) -> Backfilled:
+    """One default backfill of the skewed feed, which several tests read (it takes seconds):
+    what it delivered, its states and the request bodies it sent."""
     config = feed_config(skewed)
     tap = TapAccessGov(config=config, parse_env_config=False)
     bodies = Bodies(tap)
-    result = sync(config, tap=tap)
+    return Backfilled(config, sync(config, tap=tap), bodies.sent)
+
+
+def test_skewed_feed_is_delivered_exactly_once_in_windows(
+    skewed: Emulator, backfilled: Backfilled
+) -> None:
+    config, result = backfilled.config, backfilled.result
     assert delivered(result.records["grant_feed"]) == truth(
         skewed.dataset, after=config["start_date"]
     )
-    windows = {(b.get("after"), b.get("before")) for b in bodies.sent}
+    windows = {(b.get("after"), b.get("before")) for b in backfilled.bodies}
     assert len(windows) >= 32  # 4 windows per request in flight, and then the dense ones split
 
 
-def test_dense_windows_are_split(skewed: Emulator) -> None:
+def test_dense_windows_are_split(skewed: Emulator, backfilled: Backfilled) -> None:
     """The burst holds a third of the events in a few days: the windows cut over it at the
     start are split into narrower ones, and the result is still exact."""
-    config = feed_config(skewed)
-    tap = TapAccessGov(config=config, parse_env_config=False)
-    bodies = Bodies(tap)
-    result = sync(config, tap=tap)
+    config, result, sent = backfilled.config, backfilled.result, backfilled.bodies
     assert delivered(result.records["grant_feed"]) == truth(
         skewed.dataset, after=config["start_date"]
     )
     widths = collections.Counter()
-    for after, before in {(b.get("after"), b.get("before")) for b in bodies.sent}:
+    for after, before in {(b.get("after"), b.get("before")) for b in sent}:
         if after and before:
             widths[ns(before) - ns(after)] += 1
     widest = max(widths)
@@ -115,7 +130,7 @@ def test_dense_windows_are_split(skewed: Emulator) -> None:
     assert narrow, f"no window was split: widths {sorted(widths)}"
     # Each split window was read in its first pages only: no window needed many pages.
     pages = collections.Counter(
-        (b.get("after"), b.get("before")) for b in bodies.sent if b.get("pageToken")
+        (b.get("after"), b.get("before")) for b in sent if b.get("pageToken")
     )
     assert max(pages.values()) <= 12
 
@@ -164,10 +179,9 @@ def test_every_window_request_carries_the_filters(skewed: Emulator) -> None:
 
 
 def test_final_state_is_the_plain_bookmark_and_windows_are_saved_as_they_complete(
-    skewed: Emulator,
+    backfilled: Backfilled,
 ) -> None:
-    config = feed_config(skewed)
-    result = sync(config)
+    result = backfilled.result
     records = result.records["grant_feed"]
     latest = max(records, key=lambda r: ns(r["date"]))["date"]
     assert result.state["bookmarks"]["grant_feed"] == {

@@ -10,10 +10,9 @@ import re
 import pytest
 import yaml
 
-from emulator import Dataset, Emulator
-from emulator.__main__ import parse_args
+from emulator import Emulator
 from tap_accessgov.tap import TapAccessGov
-from tests.conftest import CREDENTIAL, ROOT, run_cli, sync
+from tests.conftest import CREDENTIAL, EMULATOR_DEFAULTS, ROOT, default_dataset, run_cli, sync
 
 
 @pytest.mark.cli
@@ -59,16 +58,9 @@ def test_meltano_yml_declares_every_setting() -> None:
 
 def test_sample_config_works_against_the_emulator_as_shipped() -> None:
     sample = json.loads((ROOT / "sample_config.json").read_text())
-    defaults = parse_args([])  # what `python -m emulator` serves
-    assert sample["api_url"] == f"http://127.0.0.1:{defaults.port}"
-    dataset = Dataset(
-        seed=defaults.seed,
-        events=2000,
-        apps=defaults.apps,
-        users=defaults.users,
-        exclusion_entitlements=defaults.exclusion_entitlements,
-        max_exclusions=defaults.max_exclusions,
-    )
+    # what `python -m emulator` serves
+    assert sample["api_url"] == f"http://127.0.0.1:{EMULATOR_DEFAULTS.port}"
+    dataset = default_dataset(events=2000)
     assert "exclusion_entitlements" not in sample  # found through the catalog
     assert sample["client_id"] == CREDENTIAL.client_id
     with Emulator(dataset, credential=CREDENTIAL) as emulator:

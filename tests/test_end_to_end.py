@@ -18,15 +18,15 @@ from pathlib import Path
 
 import pytest
 
-from emulator import Dataset, Emulator
-from emulator.__main__ import parse_args
+from emulator import Emulator
+from support import emulator_environment_env
 from tests.conftest import (
     BIN,
     CREDENTIAL,
-    E2E_DATASET,
     POSTGRES_URL,
     ROOT,
     STREAMS,
+    default_dataset,
     libpq_env,
     meltano,
     ns,
@@ -35,28 +35,10 @@ from tests.conftest import (
 )
 
 
-def default_dataset(events: int) -> Dataset:
-    """What `python -m emulator` serves (the dataset meltano.yml's emulator environment names),
-    with fewer events."""
-    defaults = parse_args([])
-    return Dataset(
-        seed=defaults.seed,
-        events=events,
-        apps=defaults.apps,
-        users=defaults.users,
-        exclusion_entitlements=defaults.exclusion_entitlements,
-        max_exclusions=defaults.max_exclusions,
-    )
-
-
-@pytest.fixture
-def emulator() -> t.Iterator[Emulator]:
-    with Emulator(Dataset(**E2E_DATASET), credential=CREDENTIAL) as emu:
-        yield emu
-
-
 @pytest.fixture
 def default_emulator() -> t.Iterator[Emulator]:
+    """What `python -m emulator` serves, the tenant meltano.yml's emulator environment names,
+    with fewer events."""
     with Emulator(default_dataset(events=2500), credential=CREDENTIAL) as emu:
         yield emu
 
@@ -95,8 +77,7 @@ def test_meltano_run_into_postgres_as_shipped(
         },
         **libpq_env(POSTGRES_URL),
         # the one export of the README, and the emulator's free port instead of 8765
-        "TAP_ACCESSGOV_CLIENT_SECRET": CREDENTIAL.client_secret,
-        "TAP_ACCESSGOV_API_URL": emulator.url,
+        **emulator_environment_env(emulator),
         "MELTANO_SEND_ANONYMOUS_USAGE_STATS": "false",
         "MELTANO_ENVIRONMENT": "emulator",
         "MELTANO_DATABASE_URI": f"sqlite:///{tmp_path / 'meltano.db'}",
@@ -169,7 +150,7 @@ def test_meltano_run_into_postgres_as_shipped(
     assert snapshots == 2, "each run's exclusions are kept as a snapshot of their own"
 
 
-def test_every_record_matches_the_schema_the_tap_sends(emulator: Emulator) -> None:
+def test_every_record_matches_the_schema_the_tap_sends(e2e_emulator: Emulator) -> None:
     """The check target-postgres no longer makes (meltano.yml ships validate_records: false):
     every record of every stream, expanded objects included, against its SCHEMA message, with
     the same jsonschema validator. Like the target's, it does not check date-time formats
@@ -177,7 +158,7 @@ def test_every_record_matches_the_schema_the_tap_sends(emulator: Emulator) -> No
     parses every date-time itself, validating or not."""
     from jsonschema import Draft7Validator, FormatChecker
 
-    config = {**tap_config(emulator), "expand_mask": ["*"]}
+    config = {**tap_config(e2e_emulator), "expand_mask": ["*"]}
     result = sync(config)
     assert set(result.records) == {*STREAMS, "full_table_snapshots"}
     assert any("app" in record for record in result.records["grant_feed"])
@@ -188,8 +169,9 @@ def test_every_record_matches_the_schema_the_tap_sends(emulator: Emulator) -> No
 
 
 def test_tap_piped_into_target_jsonl(
-    meltano_plugins: None, emulator: Emulator, tmp_path: Path
+    meltano_plugins: None, e2e_emulator: Emulator, tmp_path: Path
 ) -> None:
+    emulator = e2e_emulator
     target = ROOT / ".meltano" / "loaders" / "target-jsonl" / "venv" / "bin" / "target-jsonl"
     tap_config_path = tmp_path / "tap.json"
     tap_config_path.write_text(json.dumps(tap_config(emulator)))
@@ -263,10 +245,11 @@ def readme_pipeline_recipe() -> str:
 
 
 def test_the_readme_plain_pipeline_recipe_keeps_a_state_run_after_run(
-    meltano_plugins: None, emulator: Emulator, tmp_path: Path
+    meltano_plugins: None, e2e_emulator: Emulator, tmp_path: Path
 ) -> None:
     """Run twice with nothing new in between (the tap must still end on a STATE, or
     target-jsonl echoes none), then once more with the tap failing (the state is kept)."""
+    emulator = e2e_emulator
     target_bin = ROOT / ".meltano" / "loaders" / "target-jsonl" / "venv" / "bin"
     (tmp_path / "config.json").write_text(json.dumps(tap_config(emulator)))
     (tmp_path / "target.json").write_text(
