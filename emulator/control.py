@@ -15,8 +15,7 @@ import threading
 from types import TracebackType
 from typing import Any
 
-from emulator.auth import TokenStore
-from emulator.credentials import Credential, make_credential
+from emulator.auth import Credential, TokenStore, make_credential
 from emulator.dataset import Dataset
 from emulator.errors import NOT_FOUND, ApiError, bad_request, method_not_allowed
 from emulator.faults import Faults
@@ -124,12 +123,10 @@ class Emulator(Settings):
 
     @property
     def stats(self) -> dict[str, Any]:
-        service = self.service
-        return service.counters.snapshot() | {"peak_in_flight": service.in_flight.peak}
+        return self.service.stats()
 
     def reset_stats(self) -> None:
-        self.service.counters.reset()
-        self.service.in_flight.reset_peak()
+        self.service.reset_stats()
 
     def revoke_tokens(self) -> None:
         self.service.tokens.revoke_all()
@@ -207,7 +204,7 @@ class Emulator(Settings):
             total = self.add_events(count=int(args.get("count", 0)), dates=args.get("dates"))
             return {"total": total}
         elif action == "settings":
-            return self.update(args)
+            return self.update_settings(args)
         elif args.get("clear"):
             self.faults.clear()
         elif "random" in args:

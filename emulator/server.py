@@ -2,8 +2,9 @@
 
 Standard library only (ThreadingHTTPServer, HTTP/1.1 keep-alive, Content-Length on every
 answer) so the emulator runs wherever the tap's tests run. The front talks to the rest of the
-emulator through what it is handed: a ``Backend`` for the token and /api/ requests and a
-``Control`` for /_emulator/; it imports nothing that holds data.
+emulator through what it is handed: a ``Control`` for /_emulator/ and a ``Backend`` for
+everything else (which paths exist is the backend's business); it imports nothing that holds
+data.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
-from emulator.errors import CANNED, INVALID_ARGUMENT, NOT_FOUND, ApiError, bad_request, canned
-from emulator.faults import TOKEN_PATH, Fault
+from emulator.errors import CANNED, INVALID_ARGUMENT, ApiError, bad_request, canned
+from emulator.faults import Fault
 
 HOST = "127.0.0.1"
 MAX_BODY = 1 << 20
@@ -32,7 +33,7 @@ MAX_BODY = 1 << 20
 
 @dataclass(frozen=True)
 class Request:
-    """What the service reads of a token or /api/ request."""
+    """What the service reads of a request."""
 
     method: str
     path: str
@@ -178,10 +179,8 @@ class _Handler(BaseHTTPRequestHandler):
             body = self._read_body()
             if url.path.startswith("/_emulator/"):
                 self._send(200, _json(self.server.control(method, url.path, body)))
-            elif url.path == TOKEN_PATH or url.path.startswith("/api/"):
-                self._serve(method, url.path, parse_qs(url.query, keep_blank_values=True), body)
             else:
-                raise ApiError(404, NOT_FOUND, "not found")
+                self._serve(method, url.path, parse_qs(url.query, keep_blank_values=True), body)
         except ApiError as err:
             self._send(err.status, _json(err.body()), headers=err.headers)
         except ConnectionError:  # the client hung up (e.g. its read timeout): nothing to say

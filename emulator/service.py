@@ -1,5 +1,6 @@
 """The service's side of a request: the gateway's checks (rate limit, latency, faults), the
-token endpoint, the bearer check, and the API endpoints routed to the concern that answers.
+token endpoint, the bearer check, the API endpoints routed to the concern that answers, and
+the counters tests and benchmarks read to check a client's behaviour.
 
 The HTTP front (emulator/server.py) knows nothing of this beyond two calls: ``admit`` before
 a request is answered and ``answer`` to answer it. The settings a test or
@@ -8,25 +9,26 @@ a request is answered and ``answer`` to answer it. The settings a test or
 
 from __future__ import annotations
 
+import copy
 import re
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import unquote
 
 from emulator import auth
+from emulator.auth import TOKEN_PATH, Credential
 from emulator.catalog import list_app_entitlements, list_apps
-from emulator.credentials import Credential
 from emulator.dataset import Dataset
 from emulator.errors import NOT_FOUND, ApiError, canned, method_not_allowed
 from emulator.exclusions import list_automation_exclusions
-from emulator.faults import TOKEN_PATH, Fault, Faults
+from emulator.faults import Fault, Faults
 from emulator.feed import search_grant_feed
 from emulator.paging import PageTokens
 from emulator.server import Request
-from emulator.stats import Stats
 
 FEED_PATH = "/api/v1/grants/feed"
 APPS_PATH = "/api/v1/apps"
@@ -102,7 +104,7 @@ class Settings:
             raise ValueError("throttle_retry_after must be >= 0 seconds")
         self._throttle_retry_after = int(seconds)
 
-    def update(self, changes: dict[str, Any]) -> dict[str, Any]:
+    def update_settings(self, changes: dict[str, Any]) -> dict[str, Any]:
         """Apply the ``/_emulator/settings`` control's changes; every setting, as now."""
         if "latency" in changes:
             self.latency = float(changes["latency"])
@@ -128,6 +130,42 @@ class Settings:
             "max_in_flight": self.max_in_flight,
             "throttle_retry_after": self.throttle_retry_after,
         }
+
+
+class Stats:
+    """Request counters the tests and benchmarks read to check client behaviour."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: Counter[str] = Counter()
+        self._by: dict[str, Counter[str]] = {}
+
+    def count(self, name: str, key: str | None = None) -> None:
+        """Bump counter `name`, and `name`'s breakdown entry `key` if given."""
+        with self._lock:
+            self._counts[name] += 1
+            if key is not None:
+                self._by.setdefault(name, Counter())[key] += 1
+
+    def snapshot(self) -> dict[str, Any]:
+        with self._lock:
+            by = copy.deepcopy(self._by)
+            return {
+                "token_requests": self._counts["token_requests"],
+                "token_requests_by_method": dict(by.get("token_method", {})),
+                "token_failures": self._counts["token_failures"],
+                "api_requests": self._counts["api_requests"],
+                "api_requests_by_path": dict(by.get("api_requests", {})),
+                "unauthorized": self._counts["unauthorized"],
+                "faults_injected": self._counts["faults_injected"],
+                "faults_by_kind": dict(by.get("faults_injected", {})),
+                "throttled": self._counts["throttled"],
+            }
+
+    def reset(self) -> None:
+        with self._lock:
+            self._counts.clear()
+            self._by.clear()
 
 
 class InFlight:
@@ -170,13 +208,24 @@ class Service:
         self.counters = Stats()
         self.in_flight = InFlight()
 
+    def stats(self) -> dict[str, Any]:
+        return self.counters.snapshot() | {"peak_in_flight": self.in_flight.peak}
+
+    def reset_stats(self) -> None:
+        self.counters.reset()
+        self.in_flight.reset_peak()
+
     @contextmanager
     def admit(self, path: str) -> Iterator[Fault | None]:
         """Count a token or /api/ request and, for /api/, hold its place under the rate limit
-        (429 beyond it) and wait the latency; yields the fault to inject into it, if any."""
+        (429 beyond it) and wait the latency; yields the fault to inject into it, if any. Any
+        other path passes uncounted (``answer`` says 404)."""
         if path == TOKEN_PATH:
             self.counters.count("token_requests")
             yield self._fault(path)
+            return
+        if not path.startswith("/api/"):
+            yield None  # answered 404, uncounted
             return
         self.counters.count("api_requests", path)
         if not self.in_flight.enter(self.settings.max_in_flight):
@@ -199,6 +248,8 @@ class Service:
         """The JSON body of a 200 answer to an admitted request; ApiError for any other."""
         if request.path == TOKEN_PATH:
             return self._token(request)
+        if not request.path.startswith("/api/"):
+            raise ApiError(404, NOT_FOUND, "not found")
         try:
             auth.check_bearer(self.tokens, request.authorization)
         except ApiError:
