@@ -144,6 +144,13 @@ class Catalog:
             depth += 1
         return chosen
 
+    @property
+    def feed_entitlements(self) -> list[AppEntitlementKey]:
+        """(app, entitlement) of every entitlement of the feed's apps, in catalog order."""
+        return [
+            (a, k) for a, app in enumerate(self.feed_apps) for k in range(len(app.entitlement_ids))
+        ]
+
     # ----- lookups ----------------------------------------------------------------------------
 
     def app(self, app_id: str) -> tuple[int, App] | None:

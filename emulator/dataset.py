@@ -70,14 +70,10 @@ class Dataset:
         self.exclusions = Exclusions(key, self.catalog, self.users, max_exclusions)
         plan = lifecycle.LifecyclePlan(
             key,
-            [
-                (a, k)
-                for a, app in enumerate(self.catalog.feed_apps)
-                for k in range(len(app.entitlement_ids))
-            ],
-            users,
-            self.exclusions.first_members(lifecycle.FEATURED_PER_ENTITLEMENT),
-            events,
+            entitlements=self.catalog.feed_entitlements,
+            users=users,
+            featured=self.exclusions.first_members(lifecycle.FEATURED_PER_ENTITLEMENT),
+            events=events,
         )
         self.feed = GrantFeed(
             key,

@@ -60,6 +60,7 @@ class LifecyclePlan:
     def __init__(
         self,
         seed: Seed,
+        *,
         entitlements: Sequence[tuple[int, int]],
         users: int,
         featured: Iterable[GrantIndex],
