@@ -55,6 +55,35 @@ def test_the_emulator_has_no_import_circle() -> None:
         visit(module, [])
 
 
+def test_each_concern_holds_its_data_without_the_whole_tenant() -> None:
+    """catalog, users, exclusions, lifecycles and the feed each keep their data and their
+    endpoint's answers; none reaches for the Dataset that composes them, nor for the service
+    or the front above them (so each can be read, and tested, alone)."""
+    graph = {name: imports_of(tree) for name, tree in _modules().items()}
+
+    def reached(module: str) -> set[str]:
+        seen: set[str] = set()
+        todo = [module]
+        while todo:
+            for imported in graph[todo.pop()] - seen:
+                seen.add(imported)
+                todo.append(imported)
+        return seen
+
+    above = {"__init__", "dataset", "service", "server", "control"}
+    concerns = {
+        "catalog": "Catalog",
+        "users": "Users",
+        "exclusions": "Exclusions",
+        "lifecycle": "LifecyclePlan",
+        "feed": "GrantFeed",
+    }
+    for module, holder in concerns.items():
+        assert reached(module).isdisjoint(above), module
+        classes = {n.name for n in _modules()[module].body if isinstance(n, ast.ClassDef)}
+        assert holder in classes, module
+
+
 def test_the_emulator_never_imports_the_tap() -> None:
     """The emulator stands in for the service: it must not lean on the client it tests."""
     offenders = []
