@@ -5,8 +5,8 @@ with Emulator(Dataset(seed=1, events=5000), credential=make_credential(seed=7)) 
     ...  # emu.url, emu.faults, emu.stats, emu.add_events(...)
 """
 
+from emulator.auth import Credential, make_credential
 from emulator.control import Emulator
-from emulator.credentials import Credential, make_credential
 from emulator.dataset import Dataset
 from emulator.faults import Faults
 

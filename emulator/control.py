@@ -1,8 +1,10 @@
 """`Emulator`: the controller tests, the demo and benchmarks drive.
 
-It owns the dataset, credential, issued tokens, faults and counters, runs the HTTP server in a
-background thread, and exposes its controls both in Python and under `/_emulator/` (for the
-demo and benchmarks, which run it as a subprocess).
+It builds the service (emulator/service.py) for a dataset and credential, runs the HTTP front
+(emulator/server.py) in a background thread and hands it the service and the controls, and
+exposes those controls both in Python and under `/_emulator/` (for the demo and benchmarks,
+which run it as a subprocess). It is its own ``Settings``: ``emu.latency = 0.2`` applies to
+the next request.
 """
 
 from __future__ import annotations
@@ -13,44 +15,16 @@ import threading
 from types import TracebackType
 from typing import Any
 
-from emulator import auth
-from emulator.credentials import Credential, make_credential
+from emulator.auth import Credential, TokenStore, make_credential
 from emulator.dataset import Dataset
 from emulator.errors import NOT_FOUND, ApiError, bad_request, method_not_allowed
 from emulator.faults import Faults
-from emulator.paging import PageTokens
 from emulator.server import HOST, EmulatorServer
-from emulator.stats import Stats
+from emulator.service import Service, Settings
 from emulator.timefmt import NS, format_ns
 
 
-class InFlight:
-    """How many /api/ requests are being answered now, and the most at once since a reset."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.now = 0
-        self.peak = 0
-
-    def enter(self, limit: int) -> bool:
-        """Count one more request in; False (and not counted) if `limit` (> 0) is reached."""
-        with self._lock:
-            if limit and self.now >= limit:
-                return False
-            self.now += 1
-            self.peak = max(self.peak, self.now)
-            return True
-
-    def leave(self) -> None:
-        with self._lock:
-            self.now -= 1
-
-    def reset_peak(self) -> None:
-        with self._lock:
-            self.peak = self.now
-
-
-class Emulator:
+class Emulator(Settings):
     """A local, strict stand-in for the access-governance service (see package docs)."""
 
     def __init__(
@@ -66,79 +40,48 @@ class Emulator:
         max_in_flight: int = 0,
         throttle_retry_after: int = 1,
     ) -> None:
-        self.dataset = dataset if dataset is not None else Dataset()
-        self.credential = credential if credential is not None else make_credential()
-        self.faults = Faults()
-        self.tokens = auth.TokenStore()
-        self.page_tokens = PageTokens()
-        self.stats_counter = Stats()
-        self.token_lifetime = token_lifetime
-        self.latency = latency
+        super().__init__(
+            token_lifetime=token_lifetime,
+            latency=latency,
+            exclusions_ignore_page_token=exclusions_ignore_page_token,
+            emit_unpopulated=emit_unpopulated,
+            max_in_flight=max_in_flight,
+            throttle_retry_after=throttle_retry_after,
+        )
+        self.service = Service(
+            dataset if dataset is not None else Dataset(),
+            credential if credential is not None else make_credential(),
+            self,
+        )
         self._port = port
         self._tls = tls  # serve https with this context (see emulator/tls.py)
-        # Answer every exclusions request with the first page and the same token, like a
-        # gateway ignoring query parameters the operation does not declare.
-        self.exclusions_ignore_page_token = exclusions_ignore_page_token
-        # Unset fields: True sends them empty ("", false, 0, [], null) on every endpoint, False
-        # omits them on every endpoint, None (default) sends them empty on the catalog only
-        # (see emulator/unpopulated.py).
-        self.emit_unpopulated = emit_unpopulated
-        # A tenant's rate limit: beyond this many /api/ requests being answered at once, a
-        # request is answered 429 with Retry-After (0: no limit).
-        self.max_in_flight = max_in_flight
-        self.throttle_retry_after = throttle_retry_after
-        self.in_flight = InFlight()
         self._server: EmulatorServer | None = None
         self._thread: threading.Thread | None = None
 
-    # Plain attributes are enough for these two: a single assignment is atomic and each
-    # request reads them once. The setters only validate.
     @property
-    def token_lifetime(self) -> int:
-        return self._token_lifetime
-
-    @token_lifetime.setter
-    def token_lifetime(self, seconds: int) -> None:
-        if int(seconds) < 1:
-            raise ValueError("token_lifetime must be at least 1 second")
-        self._token_lifetime = int(seconds)
+    def dataset(self) -> Dataset:
+        return self.service.dataset
 
     @property
-    def latency(self) -> float:
-        return self._latency
-
-    @latency.setter
-    def latency(self, seconds: float) -> None:
-        if seconds < 0:
-            raise ValueError("latency must be >= 0")
-        self._latency = float(seconds)
+    def credential(self) -> Credential:
+        return self.service.credential
 
     @property
-    def max_in_flight(self) -> int:
-        return self._max_in_flight
-
-    @max_in_flight.setter
-    def max_in_flight(self, requests: int) -> None:
-        if isinstance(requests, bool) or int(requests) < 0:
-            raise ValueError("max_in_flight must be >= 0 (0: no limit)")
-        self._max_in_flight = int(requests)
+    def faults(self) -> Faults:
+        """The failures planned for the next requests (see emulator/faults.py)."""
+        return self.service.faults
 
     @property
-    def throttle_retry_after(self) -> int:
-        return self._throttle_retry_after
-
-    @throttle_retry_after.setter
-    def throttle_retry_after(self, seconds: int) -> None:
-        if isinstance(seconds, bool) or int(seconds) < 0:
-            raise ValueError("throttle_retry_after must be >= 0 seconds")
-        self._throttle_retry_after = int(seconds)
+    def tokens(self) -> TokenStore:
+        """The access tokens issued so far."""
+        return self.service.tokens
 
     # ----- lifecycle ------------------------------------------------------------------------
 
     def start(self) -> Emulator:
         if self._server is not None:
             raise RuntimeError("emulator already started")
-        self._server = EmulatorServer(self, self._port, self._tls)
+        self._server = EmulatorServer(self.service, self.control, self._port, self._tls)
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )
@@ -180,14 +123,13 @@ class Emulator:
 
     @property
     def stats(self) -> dict[str, Any]:
-        return self.stats_counter.snapshot() | {"peak_in_flight": self.in_flight.peak}
+        return self.service.stats()
 
     def reset_stats(self) -> None:
-        self.stats_counter.reset()
-        self.in_flight.reset_peak()
+        self.service.reset_stats()
 
     def revoke_tokens(self) -> None:
-        self.tokens.revoke_all()
+        self.service.tokens.revoke_all()
 
     def add_events(self, count: int = 0, dates: list[Any] | None = None) -> int:
         """Append feed events (see Dataset.add_events); returns the new event total."""
@@ -262,30 +204,7 @@ class Emulator:
             total = self.add_events(count=int(args.get("count", 0)), dates=args.get("dates"))
             return {"total": total}
         elif action == "settings":
-            if "latency" in args:
-                self.latency = float(args["latency"])
-            if "token_lifetime" in args:
-                self.token_lifetime = int(args["token_lifetime"])
-            if "exclusions_ignore_page_token" in args:
-                if not isinstance(flag := args["exclusions_ignore_page_token"], bool):
-                    raise ValueError("exclusions_ignore_page_token must be true or false")
-                self.exclusions_ignore_page_token = flag
-            if "emit_unpopulated" in args:
-                if not isinstance(flag := args["emit_unpopulated"], bool | None):
-                    raise ValueError("emit_unpopulated must be true, false or null")
-                self.emit_unpopulated = flag
-            if "max_in_flight" in args:
-                self.max_in_flight = int(args["max_in_flight"])
-            if "throttle_retry_after" in args:
-                self.throttle_retry_after = int(args["throttle_retry_after"])
-            return {
-                "latency": self.latency,
-                "token_lifetime": self.token_lifetime,
-                "exclusions_ignore_page_token": self.exclusions_ignore_page_token,
-                "emit_unpopulated": self.emit_unpopulated,
-                "max_in_flight": self.max_in_flight,
-                "throttle_retry_after": self.throttle_retry_after,
-            }
+            return self.update_settings(args)
         elif args.get("clear"):
             self.faults.clear()
         elif "random" in args:

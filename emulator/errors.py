@@ -1,4 +1,5 @@
-"""The service's error shape, so every failure path answers alike."""
+"""The service's error shape and codes, so every failure path answers alike and no answer
+carries a bare number."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 # gRPC status codes the service puts in `code`.
 INVALID_ARGUMENT = 3
 NOT_FOUND = 5
+PERMISSION_DENIED = 7
 RESOURCE_EXHAUSTED = 8
 UNIMPLEMENTED = 12
 INTERNAL = 13
@@ -28,6 +30,27 @@ class ApiError(Exception):
 
     def body(self) -> dict[str, Any]:
         return {"code": self.code, "message": self.message, "details": []}
+
+
+# The answers given on their own, without looking at the request: a gateway's (rate limit,
+# server errors) and the service's for a token revoked server-side, a credential whose scope
+# or allowed IPs exclude the call, a request it rejects. Faults and throttling send these.
+CANNED: dict[int, tuple[int, str]] = {
+    429: (RESOURCE_EXHAUSTED, "rate limit exceeded"),
+    500: (INTERNAL, "internal error"),
+    502: (UNAVAILABLE, "unavailable"),
+    503: (UNAVAILABLE, "unavailable"),
+    504: (UNAVAILABLE, "unavailable"),
+    401: (UNAUTHENTICATED, "unauthenticated: access token revoked"),
+    403: (PERMISSION_DENIED, "permission denied: the API key's scope does not allow this call"),
+    400: (INVALID_ARGUMENT, "invalid argument"),
+}
+
+
+def canned(status: int, headers: dict[str, str] | None = None) -> ApiError:
+    """The answer given on its own for an HTTP ``status`` of ``CANNED``."""
+    code, message = CANNED[status]
+    return ApiError(status, code, message, headers)
 
 
 def bad_request(message: str) -> ApiError:

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 TRANSIENT = ("429", "500", "502", "503", "504", "drop", "slow", "malformed", "truncated")
 # ... and what it must not retry forever (401: retried once with a new token).
 KINDS = (*TRANSIENT, "401", "403", "400")
-TOKEN_PATH = "/auth/v1/token"
 
 
 @dataclass(frozen=True)

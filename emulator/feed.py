@@ -1,4 +1,17 @@
-"""POST /api/v1/grants/feed: request validation, cursor paging and the expand mask.
+"""The grant feed: its events, decoded on demand from the seed, and the endpoint that searches
+them, POST /api/v1/grants/feed (request validation, cursor paging and the expand mask).
+
+Events are never stored: event i is decoded from a hash of (seed, i), and its date is
+`base + i*step + jitter` with bounded jitter. That keeps 1,000,000 events free in memory,
+keeps neighbours out of date order (the feed is not sorted), and still lets a search with
+`after`/`before` jump straight to the index range that can match. Which grant an event touches,
+and its type, come from the lifecycle plan (emulator/lifecycle.py), which also holds the rules
+that read the history back (the ground truth).
+
+Dates are anchored on `end`: every initial event lies in the `span_days` before it. The
+default `end` is the start of the previous hour (UTC), so "the last 30 days" has data, events
+added at run time still lie in the past, and two Datasets built in the same hour agree; pass
+`end` for full reproducibility.
 
 Validation is protobuf-JSON strict: unknown fields, wrong types and bad timestamps are a 400,
 so a client that sends something the real service would reject fails here first.
@@ -6,14 +19,366 @@ so a client that sends something the real service would reject fails here first.
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Callable
-from typing import Any
+import random
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, NamedTuple
 
-from emulator.dataset import Dataset, Event
+from emulator import lifecycle, unpopulated
+from emulator.catalog import Catalog
 from emulator.errors import bad_request
 from emulator.paging import PageTokens, clamp_page_size, digest_of
-from emulator.timefmt import parse_rfc3339
+from emulator.seed import Seed
+from emulator.timefmt import NS, format_ns, parse_rfc3339, precise, to_ns
+from emulator.users import Users
+
+TYPE_PREFIX = "type.googleapis.com/c1.api."  # of an expanded object (protobuf Any)
+DIGITS = (0, 3, 6, 9)
+TICKET_STATES = ("TICKET_STATE_OPEN", "TICKET_STATE_RESOLVED", "TICKET_STATE_WONT_DO")
+MARGIN = NS  # how far precision rounding can move a generated date
+
+# How the initial events' dates spread over the span: knots (share of events, share of time).
+# "skewed" is a real tenant's year: a sparse past (20% of the events over 60% of the time), one
+# busy burst (30% in 2%, a few days of a half-year span) and a busier recent stretch.
+DISTRIBUTIONS: dict[str, tuple[tuple[float, float], ...]] = {
+    "uniform": ((0.0, 0.0), (1.0, 1.0)),
+    "skewed": ((0.0, 0.0), (0.2, 0.6), (0.5, 0.62), (1.0, 1.0)),
+}
+
+
+class _Warp:
+    """A monotone piecewise-linear map of [0, length] ns onto itself (dates of evenly spaced
+    positions -> dates of the distribution), and its inverse for index ranges."""
+
+    def __init__(self, length: int, knots: tuple[tuple[float, float], ...]) -> None:
+        self.length = length
+        self._points = [(round(p * length), round(q * length)) for p, q in knots]
+
+    def __call__(self, x: int) -> int:
+        return self._map(x, 0, 1)
+
+    def inverse(self, y: int) -> int:
+        return self._map(y, 1, 0)
+
+    def _map(self, v: int, src: int, dst: int) -> int:
+        points = self._points
+        if v <= 0 or v >= self.length:
+            return v  # outside the initial span (added events, open bounds): unchanged
+        for left, right in itertools.pairwise(points):
+            if v <= right[src]:
+                width = right[src] - left[src]
+                return left[dst] + (v - left[src]) * (right[dst] - left[dst]) // max(width, 1)
+        return v
+
+
+class Event(NamedTuple):
+    """One decoded grant feed event, as indexes into the catalog."""
+
+    app: int
+    entitlement: int
+    user: int
+    event_type: str
+    ticket: int  # -1: no ticket
+    date: int  # ns since the epoch
+
+
+@dataclass(frozen=True)
+class FeedFilter:
+    """A feed search reduced to indexes. None = no filter; an empty set matches nothing."""
+
+    after: int | None = None
+    before: int | None = None
+    apps: frozenset[int] | None = None
+    entitlements: frozenset[tuple[int, int]] | None = None
+    app_users: frozenset[tuple[int, int]] | None = None
+    users: frozenset[int] | None = None
+
+    def matches(self, e: Event) -> bool:
+        return (
+            (self.after is None or e.date >= self.after)
+            and (self.before is None or e.date < self.before)
+            and (self.apps is None or e.app in self.apps)
+            and (self.entitlements is None or (e.app, e.entitlement) in self.entitlements)
+            and (self.app_users is None or (e.app, e.user) in self.app_users)
+            and (self.users is None or e.user in self.users)
+        )
+
+
+class GrantFeed:
+    """The feed's events in server order (the initial ones decoded, those added at run time
+    stored), their search, their expanded objects and the grant history they imply."""
+
+    def __init__(
+        self,
+        seed: Seed,
+        catalog: Catalog,
+        users: Users,
+        lifecycles: lifecycle.LifecyclePlan,
+        *,
+        events: int,
+        end_ns: int,
+        span_days: int,
+        distribution: str,
+    ) -> None:
+        self.seed = seed
+        self.catalog = catalog
+        self.users = users
+        self.lifecycles = lifecycles
+        self.size = events
+        self.end_ns = end_ns
+        self._lock = threading.Lock()
+        # Event i's date is base + i*step + jitter, jitter in [0, window), then rounded by
+        # at most MARGIN; so the whole initial feed ends before `end`.
+        span = span_days * 86_400 * NS
+        self.step = max(span // max(events, 1), 1)
+        self.window = 3 * self.step
+        self.base = end_ns - events * self.step - self.window - 2 * MARGIN
+        self._warp = _Warp(end_ns - self.base, DISTRIBUTIONS[distribution])
+        self.tickets = max(20, events // 25)
+        self._added: list[Event] = []  # events added at run time, in server order
+        tail = range(max(0, events - 2 - (self.window + 2 * MARGIN) // self.step), events)
+        self._max_date = max((self.event(i).date for i in tail), default=self.base)
+
+    @property
+    def total(self) -> int:
+        """Events in server order so far (initial plus added)."""
+        return self.size + len(self._added)
+
+    @property
+    def first_date(self) -> int:
+        """A lower bound of every initial event date (ns)."""
+        return self.base - MARGIN
+
+    # ----- decoding ---------------------------------------------------------------------------
+
+    def _draws(self, i: int) -> tuple[int, int, int, int, int, int]:
+        """Per-position randomness: (kind, ticket?, ticket, digits, twin, rest)."""
+        h = self.seed.digest(i)
+        h, kind = divmod(h, 1000)
+        h, has_ticket = divmod(h, 10)
+        h, ticket = divmod(h, self.tickets)
+        h, digits = divmod(h, 4)
+        h, twin = divmod(h, 3)
+        return kind, has_ticket, ticket, digits, twin, h
+
+    def event(self, i: int) -> Event:
+        if i >= self.size:
+            return self._added[i - self.size]
+        plan = self.lifecycles
+        kind_draw, has_ticket, ticket, digits, twin_draw, h = self._draws(i)
+        ticket = ticket if has_ticket < 6 else -1
+        q, kind, held = plan.slot(i)
+        if i % 2 and kind == lifecycle.NOISE and plan.twinned(i - 1, self._draws(i - 1)[4]):
+            partner = self.event(i - 1)
+            opposite = (
+                lifecycle.ADDED if partner.event_type == lifecycle.REMOVED else lifecycle.REMOVED
+            )
+            return partner._replace(event_type=opposite, ticket=ticket)
+        a, k, u = plan.grant(q)
+        twinned = kind == lifecycle.NOISE and plan.twinned(i, twin_draw)
+        event_type = plan.event_type(kind, held, twinned, kind_draw)
+        # A twin partner's date must also lie in position i+1's range: it shares it.
+        jitter = self.step + h % (self.window - self.step) if twinned else h % self.window
+        date = precise(self.base + self._warp(i * self.step + jitter), DIGITS[digits])
+        return Event(a, k, u, event_type, ticket, date)
+
+    def feed_object(self, e: Event) -> dict[str, Any]:
+        app = self.catalog.feed_apps[e.app]
+        feed = {
+            "appEntitlementId": app.entitlement_ids[e.entitlement],
+            "appId": app.id,
+            "appUserId": self.users.app_user_id(e.app, e.user),
+            "date": format_ns(e.date),
+            "eventType": e.event_type,
+        }
+        if e.ticket >= 0:
+            feed["ticketId"] = self.ticket_id(e.ticket)
+        return feed
+
+    def add_events(
+        self, count: int = 0, dates: Iterable[str | datetime | int] | None = None
+    ) -> int:
+        """Append events: at explicit instants, then `count` more dated after everything.
+
+        Count-based dates strictly increase from the latest existing date, 1 ms to 1 s apart
+        (so thousands still fit before "now") with mixed precision, so an incremental sync
+        must find exactly them. Returns the new total.
+        """
+        with self._lock:
+            for value in dates or ():
+                ns = to_ns(value)
+                self._added.append(self._continue_lifecycle(self.total, ns))
+                self._max_date = max(self._max_date, ns)
+            for _ in range(count):
+                rng = random.Random(f"{self.seed.value}:added:{self.total}")
+                step = 1_000_000 + rng.randrange(NS)
+                date = precise(self._max_date + step, rng.choice(DIGITS))
+                if date <= self._max_date:  # rounding to a coarse form went back: use ns
+                    date = precise(self._max_date + step, 9)
+                self._added.append(self._continue_lifecycle(self.total, date))
+                self._max_date = date
+            return self.total
+
+    def _continue_lifecycle(self, i: int, date: int) -> Event:
+        (a, k, u), event_type, draw = self.lifecycles.continue_lifecycle(i)
+        ticket = (draw >> 11) % self.tickets if (draw >> 7) % 10 < 6 else -1
+        return Event(a, k, u, event_type, ticket, date)
+
+    # ----- search -----------------------------------------------------------------------------
+
+    def initial_range(self, flt: FeedFilter) -> tuple[int, int]:
+        """Indexes [lo, hi) of initial events whose date can satisfy after/before."""
+        lo, hi = 0, self.size
+        if flt.after is not None:
+            # One step of slack either side: the warp's integer rounding.
+            after = self._warp.inverse(flt.after - self.base - MARGIN)
+            lo = max(lo, (after - self.window) // self.step - 1)
+        if flt.before is not None:
+            before = self._warp.inverse(flt.before - self.base + MARGIN)
+            hi = min(hi, max(0, before // self.step + 2))
+        return min(lo, self.size), hi
+
+    def scan(
+        self, flt: FeedFilter, start: int, limit: int, budget: int | None = None
+    ) -> tuple[list[Event], int | None]:
+        """Matching events from position `start` in server order, at most `limit` of them.
+
+        Returns the events and the position to resume from, or None when nothing is left.
+        Once something matched, stops early (a short page, with a resume position) after
+        examining `budget` events, so a sparse search of a huge feed answers in bounded time;
+        a page is never empty unless the search is over.
+        """
+        total = self.total
+        lo, hi = self.initial_range(flt)
+        found: list[Event] = []
+        examined = 0
+        i = max(start, lo) if start < self.size else start
+        while i < total:
+            if hi <= i < self.size:
+                i = self.size
+                continue
+            if len(found) >= limit or (found and budget is not None and examined >= budget):
+                return found, i
+            e = self.event(i)
+            examined += 1
+            i += 1
+            if flt.matches(e):
+                found.append(e)
+        return found, None
+
+    def make_filter(
+        self,
+        *,
+        after: str | datetime | int | None = None,
+        before: str | datetime | int | None = None,
+        app_ids: Iterable[str] | None = None,
+        app_entitlement_refs: Iterable[tuple[str, str]] | None = None,
+        app_user_refs: Iterable[tuple[str, str]] | None = None,
+        user_ids: Iterable[str] | None = None,
+    ) -> FeedFilter:
+        """Resolve ids to indexes; an empty or absent list means no filter (protobuf)."""
+
+        def resolve(items: Iterable[Any] | None, lookup: Any) -> frozenset[Any] | None:
+            values = list(items or ())
+            if not values:
+                return None
+            return frozenset(r for r in (lookup(v) for v in values) if r is not None)
+
+        def app_user(ref: tuple[str, str]) -> tuple[int, int] | None:
+            found = self.users.app_user(ref[1])
+            return found if found and self.catalog.feed_apps[found[0]].id == ref[0] else None
+
+        return FeedFilter(
+            after=None if after is None else to_ns(after),
+            before=None if before is None else to_ns(before),
+            apps=resolve(app_ids, self.catalog.feed_app_index),
+            entitlements=resolve(
+                app_entitlement_refs, lambda r: self.catalog.entitlement_index(*r)
+            ),
+            app_users=resolve(app_user_refs, app_user),
+            users=resolve(user_ids, self.users.index),
+        )
+
+    def feed_entries(
+        self,
+        *,
+        after: str | datetime | int | None = None,
+        before: str | datetime | int | None = None,
+        app_ids: Sequence[str] | None = None,
+        app_entitlement_refs: Sequence[tuple[str, str]] | None = None,
+        app_user_refs: Sequence[tuple[str, str]] | None = None,
+        user_ids: Sequence[str] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Ground truth: the raw feed entries a full traversal returns, in server order."""
+        flt = self.make_filter(
+            after=after,
+            before=before,
+            app_ids=app_ids,
+            app_entitlement_refs=app_entitlement_refs,
+            app_user_refs=app_user_refs,
+            user_ids=user_ids,
+        )
+        found, _ = self.scan(flt, 0, self.total + 1)
+        return [{"feed": self.feed_object(e)} for e in found]
+
+    # ----- ground truth of access -------------------------------------------------------------
+
+    def intervals(self) -> list[lifecycle.Interval]:
+        """Every grant interval the feed so far implies (the lifecycle rules)."""
+        return lifecycle.intervals(self.feed_object(self.event(i)) for i in range(self.total))
+
+    def grants_at(self, at: str | datetime | int | None = None) -> list[lifecycle.Interval]:
+        """The intervals holding at an instant (None: now, i.e. those not revoked)."""
+        return lifecycle.held_at(self.intervals(), None if at is None else to_ns(at))
+
+    # ----- expanded objects (protobuf Any style) ----------------------------------------------
+
+    def expanded_app(self, a: int) -> dict[str, Any]:
+        app = self.catalog.feed_apps[a]
+        return {"@type": TYPE_PREFIX + "app.v1.App", "id": app.id, "displayName": app.display_name}
+
+    def expanded_entitlement(self, a: int, k: int) -> dict[str, Any]:
+        app = self.catalog.feed_apps[a]
+        name = app.entitlement_names[k]
+        return {
+            "@type": TYPE_PREFIX + "app.v1.AppEntitlement",
+            "id": app.entitlement_ids[k],
+            "appId": app.id,
+            "displayName": name,
+            "slug": name.replace(" ", "-"),
+        }
+
+    def expanded_app_user(self, a: int, u: int) -> dict[str, Any]:
+        first, last = self.users.person(u)
+        return {
+            "@type": TYPE_PREFIX + "app.v1.AppUser",
+            "id": self.users.app_user_id(a, u),
+            "appId": self.catalog.feed_apps[a].id,
+            "identityUserId": self.users.ids[u],
+            "email": self.users.email(u),
+            "displayName": f"{first} {last}",
+        }
+
+    def ticket_id(self, t: int) -> str:
+        return self.seed.id("ticket", t)
+
+    def expanded_ticket(self, t: int) -> dict[str, Any]:
+        rng = random.Random(f"{self.seed.value}:ticket:{t}")
+        created = self.base + rng.randrange(max(self.end_ns - self.base, 1))
+        return {
+            "@type": TYPE_PREFIX + "ticket.v1.Ticket",
+            "id": self.ticket_id(t),
+            "displayName": f"Access request #{1000 + t}",
+            "state": rng.choice(TICKET_STATES),
+            "createdAt": format_ns(precise(created, rng.choice(DIGITS))),
+        }
+
+
+# ----- POST /api/v1/grants/feed -------------------------------------------------------------
 
 # JSON name -> proto name; protobuf JSON parsers accept either spelling.
 FIELDS = {
@@ -100,7 +465,10 @@ def _expand_paths(value: Any) -> list[str]:
     return list(EXPAND_PATHS) if "*" in paths else sorted(set(paths))
 
 
-def search_grant_feed(ds: Dataset, tokens: PageTokens, body: bytes) -> dict[str, Any]:
+def search_grant_feed(
+    feed: GrantFeed, tokens: PageTokens, body: bytes, *, emit_unpopulated: bool = False
+) -> dict[str, Any]:
+    """One page of a feed search; with ``emit_unpopulated`` unset fields are sent empty."""
     try:
         request = json.loads(body) if body.strip() else {}
     except (ValueError, UnicodeDecodeError):
@@ -119,7 +487,7 @@ def search_grant_feed(ds: Dataset, tokens: PageTokens, body: bytes) -> dict[str,
     refs = [sorted(set(r)) for r in (ent_refs, app_refs, user_refs, person_refs)]
     digest = digest_of(["feed", after, before, refs, paths])
     start = tokens.decode(page_token, digest) if page_token else 0
-    flt = ds.make_filter(
+    flt = feed.make_filter(
         after=after,
         before=before,
         app_ids=[r[0] for r in app_refs],
@@ -127,17 +495,18 @@ def search_grant_feed(ds: Dataset, tokens: PageTokens, body: bytes) -> dict[str,
         app_user_refs=[(r[0], r[1]) for r in user_refs],
         user_ids=[r[0] for r in person_refs],
     )
-    found, resume = ds.scan(flt, start, page_size, SCAN_BUDGET)
-    entries, expanded = _expand(ds, found, paths)
-    return {
+    found, resume = feed.scan(flt, start, page_size, SCAN_BUDGET)
+    entries, expanded = _expand(feed, found, paths)
+    page = {
         "list": entries or None,
         "expanded": expanded or None,
         "nextPageToken": "" if resume is None else tokens.encode(resume, digest),
     }
+    return unpopulated.feed_page(page) if emit_unpopulated else page
 
 
 def _expand(
-    ds: Dataset, events: list[Event], paths: list[str]
+    feed: GrantFeed, events: list[Event], paths: list[str]
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Serialise a page; each expanded object appears once per page, pointed at by path."""
     expanded: list[dict[str, Any]] = []
@@ -154,14 +523,14 @@ def _expand(
     for e in events:
         entry: dict[str, Any] = {}
         if "app_id" in paths:
-            entry["appPath"] = point(("app", e.app), ds.expanded_app)
+            entry["appPath"] = point(("app", e.app), feed.expanded_app)
         if "app_user_id" in paths:
-            entry["appUserPath"] = point(("app_user", e.app, e.user), ds.expanded_app_user)
+            entry["appUserPath"] = point(("app_user", e.app, e.user), feed.expanded_app_user)
         if "app_entitlement_id" in paths:
             key = ("entitlement", e.app, e.entitlement)
-            entry["entitlementPath"] = point(key, ds.expanded_entitlement)
+            entry["entitlementPath"] = point(key, feed.expanded_entitlement)
         if "ticket_id" in paths and e.ticket >= 0:
-            entry["ticketPath"] = point(("ticket", e.ticket), ds.expanded_ticket)
-        entry["feed"] = ds.feed_object(e)
+            entry["ticketPath"] = point(("ticket", e.ticket), feed.expanded_ticket)
+        entry["feed"] = feed.feed_object(e)
         entries.append(entry)
     return entries, expanded

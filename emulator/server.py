@@ -1,60 +1,62 @@
-"""The HTTP front: routing, latency and fault injection.
+"""The HTTP front: reading requests, writing answers, fault injection on the wire.
 
 Standard library only (ThreadingHTTPServer, HTTP/1.1 keep-alive, Content-Length on every
-answer) so the emulator runs wherever the tap's tests run.
+answer) so the emulator runs wherever the tap's tests run. The front talks to the rest of the
+emulator through what it is handed: a ``Control`` for /_emulator/ and a ``Backend`` for
+everything else (which paths exist is the backend's business); it imports nothing that holds
+data.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import re
 import socket
 import ssl
 import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs, unquote, urlsplit
+from typing import Any, Protocol
+from urllib.parse import parse_qs, urlsplit
 
-from emulator import auth, unpopulated
-from emulator.catalog import list_app_entitlements, list_apps
-from emulator.errors import (
-    INTERNAL,
-    NOT_FOUND,
-    RESOURCE_EXHAUSTED,
-    UNAVAILABLE,
-    ApiError,
-    bad_request,
-    method_not_allowed,
-)
-from emulator.exclusions import list_automation_exclusions
-from emulator.faults import TOKEN_PATH, Fault
-from emulator.feed import search_grant_feed
-
-if TYPE_CHECKING:
-    from emulator.control import Emulator
+from emulator.errors import CANNED, INVALID_ARGUMENT, ApiError, bad_request, canned
+from emulator.faults import Fault
 
 HOST = "127.0.0.1"
-FEED_PATH = "/api/v1/grants/feed"
-EXCLUSIONS = re.compile(r"/api/v1/apps/([^/]+)/entitlements/([^/]+)/automation/exclusions")
-APPS_PATH = "/api/v1/apps"
-APP_ENTITLEMENTS = re.compile(r"/api/v1/apps/([^/]+)/entitlements")
 MAX_BODY = 1 << 20
-GATEWAY_ERRORS = {
-    "429": (RESOURCE_EXHAUSTED, "rate limit exceeded"),
-    "500": (INTERNAL, "internal error"),
-    "502": (UNAVAILABLE, "unavailable"),
-    "503": (UNAVAILABLE, "unavailable"),
-    "504": (UNAVAILABLE, "unavailable"),
-    # Answers the real service gives on its own: a token revoked server-side, a credential
-    # whose scope or allowed IPs exclude the call, a request it rejects.
-    "401": (16, "unauthenticated: access token revoked"),
-    "403": (7, "permission denied: the API key's scope does not allow this call"),
-    "400": (3, "invalid argument"),
-}
+
+
+@dataclass(frozen=True)
+class Request:
+    """What the service reads of a request."""
+
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    body: bytes
+    content_type: str | None
+    authorization: str | None
+
+
+class Backend(Protocol):
+    """The service behind the front (emulator/service.py)."""
+
+    def admit(self, path: str) -> AbstractContextManager[Fault | None]:
+        """Hold the request's place while it is answered; the fault to inject, if any."""
+        ...
+
+    def answer(self, request: Request) -> dict[str, Any]:
+        """The body of a 200 answer; raises ApiError for any other answer."""
+        ...
+
+
+# The /_emulator/ controls: (method, path, body) -> the JSON body of a 200 answer.
+Control = Callable[[str, str, bytes], dict[str, Any]]
 
 
 def _json(obj: Any) -> bytes:
@@ -65,8 +67,11 @@ class EmulatorServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, emulator: Emulator, port: int, tls: ssl.SSLContext | None = None) -> None:
-        self.emulator = emulator
+    def __init__(
+        self, backend: Backend, control: Control, port: int, tls: ssl.SSLContext | None = None
+    ) -> None:
+        self.backend = backend
+        self.control = control
         self.connections: set[socket.socket] = set()
         self.connections_lock = threading.Lock()
         super().__init__((HOST, port), _Handler)
@@ -149,7 +154,7 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(length_text)
         if length > MAX_BODY:
             self.close_connection = True
-            raise ApiError(413, 3, "request body too large")
+            raise ApiError(413, INVALID_ARGUMENT, "request body too large")
         return self.rfile.read(length)
 
     def _send(
@@ -169,40 +174,48 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
 
     def _dispatch(self, method: str) -> None:
-        emu = self.server.emulator
         url = urlsplit(self.path)
         try:
             body = self._read_body()
             if url.path.startswith("/_emulator/"):
-                self._send(200, _json(emu.control(method, url.path, body)))
-            elif url.path == TOKEN_PATH:
-                self._token(method, body)
-            elif url.path.startswith("/api/"):
-                self._api(method, url.path, parse_qs(url.query, keep_blank_values=True), body)
+                self._send(200, _json(self.server.control(method, url.path, body)))
             else:
-                raise ApiError(404, NOT_FOUND, "not found")
+                self._serve(method, url.path, parse_qs(url.query, keep_blank_values=True), body)
         except ApiError as err:
             self._send(err.status, _json(err.body()), headers=err.headers)
         except ConnectionError:  # the client hung up (e.g. its read timeout): nothing to say
             self.close_connection = True
         except Exception:  # an emulator bug: say so loudly, answer like a server would
             traceback.print_exc(file=sys.stderr)
-            self._send(500, _json(ApiError(500, INTERNAL, "internal error").body()))
+            self._send(500, _json(canned(500).body()))
+
+    def _serve(self, method: str, path: str, query: dict[str, list[str]], body: bytes) -> None:
+        backend = self.server.backend
+        request = Request(
+            method,
+            path,
+            query,
+            body,
+            self.headers.get("Content-Type"),
+            self.headers.get("Authorization"),
+        )
+        with backend.admit(path) as fault:
+            if fault and self._inject(fault):
+                return
+            self._send(200, _json(backend.answer(request)))
 
     def _inject(self, fault: Fault) -> bool:
         """Apply `fault`; True if the request is fully answered (or dropped)."""
-        self.server.emulator.stats_counter.count("faults_injected", fault.kind)
         if fault.kind == "slow":
             time.sleep(fault.delay)
             return False
         self.close_connection = fault.kind in ("drop", "truncated")
         if fault.kind == "drop":
             return True
-        if fault.kind in GATEWAY_ERRORS:
-            code, message = GATEWAY_ERRORS[fault.kind]
+        if fault.kind.isdigit() and int(fault.kind) in CANNED:
             headers = {"Retry-After": fault.retry_after} if fault.kind == "429" else None
-            body = _json({"code": code, "message": message, "details": []})
-            self._send(int(fault.kind), body, headers=headers)
+            err = canned(int(fault.kind), headers)
+            self._send(err.status, _json(err.body()), headers=err.headers)
         elif fault.kind == "malformed":
             self._send(200, b"<html><body>upstream connect error</body></html>")
         else:  # truncated: promise more bytes than we send, then hang up
@@ -213,91 +226,3 @@ class _Handler(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(partial)
         return True
-
-    # ----- endpoints ------------------------------------------------------------------------
-
-    def _token(self, method: str, body: bytes) -> None:
-        emu = self.server.emulator
-        emu.stats_counter.count("token_requests")
-        fault = emu.faults.take(TOKEN_PATH)
-        if fault and self._inject(fault):
-            return
-        try:
-            if method != "POST":
-                raise method_not_allowed("POST")
-            form = auth.parse_form(self.headers.get("Content-Type"), body)
-            login = auth.login_method(form)
-            emu.stats_counter.count("token_method", login)
-            auth.authenticate(form, login, emu.credential)
-        except ApiError:
-            emu.stats_counter.count("token_failures")
-            raise
-        self._send(200, _json(auth.token_response(emu.tokens, emu.token_lifetime)))
-
-    def _api(self, method: str, path: str, query: dict[str, list[str]], body: bytes) -> None:
-        emu = self.server.emulator
-        emu.stats_counter.count("api_requests", path)
-        if not emu.in_flight.enter(emu.max_in_flight):
-            emu.stats_counter.count("throttled", path)
-            code, message = GATEWAY_ERRORS["429"]
-            raise ApiError(
-                429, code, message, headers={"Retry-After": str(emu.throttle_retry_after)}
-            )
-        try:
-            self._answer_api(emu, method, path, query, body)
-        finally:
-            emu.in_flight.leave()
-
-    def _answer_api(
-        self, emu: Emulator, method: str, path: str, query: dict[str, list[str]], body: bytes
-    ) -> None:
-        if emu.latency:
-            time.sleep(emu.latency)
-        fault = emu.faults.take(path)
-        if fault and self._inject(fault):
-            return
-        try:
-            auth.check_bearer(emu.tokens, self.headers.get("Authorization"))
-        except ApiError:
-            emu.stats_counter.count("unauthorized")
-            raise
-        match = EXCLUSIONS.fullmatch(path)
-        catalog_match = APP_ENTITLEMENTS.fullmatch(path)
-        # None (the default): the catalog sends unset fields empty, as the vendor's Terraform
-        # provider says the service does; the feed and the exclusions omit them.
-        emit = emu.emit_unpopulated is True
-        emit_catalog = emu.emit_unpopulated is not False
-        if path == FEED_PATH:
-            if method != "POST":
-                raise method_not_allowed("POST")
-            result = search_grant_feed(emu.dataset, emu.page_tokens, body)
-            if emit:
-                result = unpopulated.feed_page(result)
-        elif path == APPS_PATH:
-            if method != "GET":
-                raise method_not_allowed("GET")
-            result = list_apps(emu.dataset, emu.page_tokens, query, emit_catalog)
-        elif catalog_match:
-            if method != "GET":
-                raise method_not_allowed("GET")
-            app_id = unquote(catalog_match.group(1))
-            result = list_app_entitlements(
-                emu.dataset, emu.page_tokens, app_id, query, emit_catalog
-            )
-        elif match:
-            if method != "GET":
-                raise method_not_allowed("GET")
-            app_id, entitlement_id = unquote(match.group(1)), unquote(match.group(2))
-            result = list_automation_exclusions(
-                emu.dataset,
-                emu.page_tokens,
-                app_id,
-                entitlement_id,
-                query,
-                ignore_paging=emu.exclusions_ignore_page_token,
-            )
-            if emit:
-                result = unpopulated.exclusions_page(result)
-        else:
-            raise ApiError(404, NOT_FOUND, "not found")
-        self._send(200, _json(result))

@@ -1,4 +1,5 @@
-"""User records (the spec's User object), generated per user index from the seed.
+"""The tenant's users: their ids, their app users, and User records (the spec's User object)
+generated per user index from the seed.
 
 Field presence varies on purpose: protobuf JSON omits unset fields, so a client must not
 expect any of them; enum fields include values newer than the spec (`SUSPENDED`,
@@ -12,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from emulator.seed import Seed
 from emulator.timefmt import NS, format_ns, precise
 
 
@@ -181,3 +183,62 @@ def _profile(rng: random.Random, first: str, last: str) -> dict[str, Any]:
     if rng.random() < 0.4:
         profile["groups"] = [rng.choice(("admins", "devs", "ops", "all")), rng.randrange(10)]
     return profile
+
+
+class Users:
+    """The tenant's users, their accounts in the feed's apps (app users), and which users were
+    removed; records are generated on demand from the seed."""
+
+    def __init__(self, seed: Seed, count: int, app_ids: Sequence[str], end_ns: int) -> None:
+        self.ids: list[str] = [seed.id("user", u) for u in range(count)]
+        self._index = {uid: u for u, uid in enumerate(self.ids)}
+        self._app_ids = list(app_ids)
+        self._app_users = [
+            [seed.id("appuser", a, u) for u in range(count)] for a in range(len(app_ids))
+        ]
+        self._app_user_index = {
+            auid: (a, u) for a, ids in enumerate(self._app_users) for u, auid in enumerate(ids)
+        }
+        self.context = UserContext(seed.value, self.ids, self._app_ids, self.app_user_id, end_ns)
+        self._removed: set[int] = set()  # what remove() deleted since (restore() undoes it)
+
+    def index(self, user_id: str) -> int | None:
+        return self._index.get(user_id)
+
+    def app_user_id(self, app: int, user: int) -> str:
+        return self._app_users[app][user]
+
+    def app_user(self, app_user_id: str) -> tuple[int, int] | None:
+        """(app, user) indexes of an app user id."""
+        return self._app_user_index.get(app_user_id)
+
+    def user_of_app_user(self, app_user_id: str) -> str:
+        """The user id behind an app user id (KeyError for an unknown one)."""
+        return self.ids[self._app_user_index[app_user_id][1]]
+
+    def person(self, index: int) -> tuple[str, str]:
+        return person(self.context.seed, index)
+
+    def email(self, index: int) -> str:
+        return email_of(self.context.seed, index)
+
+    def record(self, index: int) -> dict[str, Any]:
+        """The raw User object of user ``index``."""
+        return make_user(self.context, index)
+
+    def is_removed(self, index: int) -> bool:
+        return index in self._removed
+
+    @property
+    def any_removed(self) -> bool:
+        return bool(self._removed)
+
+    def set_removed(self, user_id: str, removed: bool) -> None:
+        """Remove a user (gone from every exclusion list) or bring them back. A single set
+        operation needs no lock: readers only test membership."""
+        if (u := self._index.get(user_id)) is None:
+            raise ValueError(f"no user {user_id!r}")
+        if removed:
+            self._removed.add(u)
+        else:
+            self._removed.discard(u)

@@ -74,11 +74,11 @@ def test_in_flight_limit_from_the_http_controls() -> None:
 def test_skewed_dates_crowd_into_a_burst_and_the_recent_past() -> None:
     uniform = small_dataset(events=3000)
     skewed = small_dataset(events=3000, distribution="skewed")
-    span = skewed.end_ns - skewed.base
+    span = skewed.end_ns - skewed.feed.base
 
     def tenths(ds: object) -> Counter[int]:
         return Counter(
-            min(9, (ds.event(i).date - ds.base) * 10 // span)  # type: ignore[attr-defined]
+            min(9, (ds.event(i).date - ds.feed.base) * 10 // span)  # type: ignore[attr-defined]
             for i in range(3000)
         )
 
@@ -95,10 +95,10 @@ def test_skewed_dates_crowd_into_a_burst_and_the_recent_past() -> None:
 @pytest.mark.parametrize("bounds", [(0.55, 0.65), (0.6, 0.61), (0.0, 0.2), (0.9, 1.2)])
 def test_a_time_window_of_skewed_data_is_exact(bounds: tuple[float, float]) -> None:
     ds = small_dataset(events=3000, distribution="skewed")
-    span = ds.end_ns - ds.base
-    after, before = (format_ns(ds.base + int(b * span)) for b in bounds)
+    span = ds.end_ns - ds.feed.base
+    after, before = (format_ns(ds.feed.base + int(b * span)) for b in bounds)
     got = ds.feed_entries(after=after, before=before)
-    after_ns, before_ns = ds.base + int(bounds[0] * span), ds.base + int(bounds[1] * span)
+    after_ns, before_ns = ds.feed.base + int(bounds[0] * span), ds.feed.base + int(bounds[1] * span)
     expected = [i for i in range(ds.total) if after_ns <= ds.event(i).date < before_ns]
     assert got == [{"feed": ds.feed_object(ds.event(i))} for i in expected]
     assert got

@@ -35,7 +35,7 @@ def test_apps_list_the_whole_catalog_in_pages(api, emu: Emulator, ds: Dataset) -
     assert len(apps) == len(ds.catalog_apps) > 100
     assert [app["id"] for app in apps] == [app.id for app in ds.catalog_apps]
     # the feed's apps come first, with the names the feed's expanded objects carry
-    assert apps[0]["displayName"] == ds.expanded_app(0)["displayName"]
+    assert apps[0]["displayName"] == ds.feed.expanded_app(0)["displayName"]
     assert all(isinstance(app["userCount"], str) for app in apps if "userCount" in app)
     assert pages[-1]["nextPageToken"] == ""  # the catalog sends unset fields empty by default
     assert len(entries(list_all(api, f"{emu.url}/api/v1/apps"))) == len(apps)  # 25 a page
@@ -53,7 +53,7 @@ def test_app_entitlements_are_views_consistent_with_the_feed(api, emu: Emulator,
             if position < len(ds.apps):
                 assert (
                     entitlement["displayName"]
-                    == ds.expanded_entitlement(position, k)["displayName"]
+                    == ds.feed.expanded_entitlement(position, k)["displayName"]
                 )
     counts = [len(app.entitlement_ids) for app in ds.catalog_apps]
     assert 0 in counts  # an app without entitlements

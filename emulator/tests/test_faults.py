@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import http.client
+import json
+import threading
 import time
 
 import pytest
 import requests
 
-from emulator import Dataset, Emulator
+from emulator import Dataset, Emulator, errors
 from emulator.tests.conftest import (
     FEED,
     assertion,
@@ -34,6 +37,52 @@ def test_gateway_error_faults(api, emu: Emulator, ds: Dataset, kind: str) -> Non
     assert feed(api, emu, {}).json()["list"] == ds.feed_entries()[:25]
     assert emu.stats["faults_by_kind"] == {kind: 2}
     assert emu.stats["faults_injected"] == 2
+
+
+NAMED_CODES = {
+    "400": "INVALID_ARGUMENT",
+    "401": "UNAUTHENTICATED",
+    "403": "PERMISSION_DENIED",
+    "429": "RESOURCE_EXHAUSTED",
+    "500": "INTERNAL",
+    "502": "UNAVAILABLE",
+    "503": "UNAVAILABLE",
+    "504": "UNAVAILABLE",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(NAMED_CODES))
+def test_error_faults_answer_the_codes_errors_py_names(api, emu: Emulator, kind: str) -> None:
+    """Each injected error answers the gRPC code errors.py names for its status (403 had a
+    bare 7 before PERMISSION_DENIED was named)."""
+    emu.faults.add(kind=kind, path=FEED)
+    response = feed(api, emu, {})
+    assert response.status_code == int(kind)
+    assert response.json() == {
+        "code": getattr(errors, NAMED_CODES[kind]),
+        "message": response.json()["message"],
+        "details": [],
+    }
+
+
+def test_throttling_and_oversized_bodies_answer_named_codes(fresh: Emulator) -> None:
+    first, second = login(fresh), login(fresh)
+    fresh.max_in_flight, fresh.latency = 1, 0.5
+    held = threading.Thread(target=lambda: first.post(fresh.url + FEED, json={}, timeout=10))
+    held.start()
+    time.sleep(0.2)
+    throttled = second.post(fresh.url + FEED, json={}, timeout=10)
+    held.join()
+    assert (throttled.status_code, throttled.json()["code"]) == (429, errors.RESOURCE_EXHAUSTED)
+    fresh.max_in_flight, fresh.latency = 0, 0
+    # A body announced too large is refused before it is read: announce it, send none.
+    conn = http.client.HTTPConnection("127.0.0.1", fresh.port, timeout=10)
+    conn.putrequest("POST", FEED)
+    conn.putheader("Content-Length", str(2 << 20))
+    conn.endheaders()
+    too_big = conn.getresponse()
+    assert (too_big.status, json.loads(too_big.read())["code"]) == (413, errors.INVALID_ARGUMENT)
+    conn.close()
 
 
 def test_retry_after_as_http_date(api, emu: Emulator) -> None:

@@ -208,9 +208,9 @@ def test_after_near_the_end_of_a_big_feed_is_fast() -> None:
     started = time.perf_counter()
     big = Dataset(seed=2, events=1_000_000, apps=8, users=2000, end=END)
     built = time.perf_counter() - started
-    flt = big.make_filter(after="2025-05-31T00:00:00Z")
+    flt = big.feed.make_filter(after="2025-05-31T00:00:00Z")
     started = time.perf_counter()
-    found, resume = big.scan(flt, 0, 100)
+    found, resume = big.feed.scan(flt, 0, 100)
     assert time.perf_counter() - started < 0.2
     assert built < 3
     assert found
@@ -221,12 +221,12 @@ def test_sparse_search_of_a_big_feed_answers_short_pages(ds: Dataset) -> None:
     counts = Counter((e["feed"]["appId"], e["feed"]["appUserId"]) for e in ds.feed_entries())
     ref, count = counts.most_common(1)[0]
     assert count >= 3
-    flt = ds.make_filter(app_user_refs=[ref])
-    found, resume = ds.scan(flt, 0, 100, budget=500)
+    flt = ds.feed.make_filter(app_user_refs=[ref])
+    found, resume = ds.feed.scan(flt, 0, 100, budget=500)
     assert found
     assert resume is not None
     assert len(found) < count
-    rest, end = ds.scan(flt, resume, ds.total)
+    rest, end = ds.feed.scan(flt, resume, ds.total)
     assert end is None
     feed = [{"feed": ds.feed_object(e)} for e in found + rest]
     assert feed == ds.feed_entries(app_user_refs=[ref])

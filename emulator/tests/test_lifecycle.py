@@ -23,7 +23,7 @@ from emulator.timefmt import parse_rfc3339
 
 def catalog_fingerprint(ds: Dataset) -> str:
     catalog = {
-        "apps": [(ds.expanded_app(a), ds.entitlements) for a in range(len(ds.apps))],
+        "apps": [(ds.feed.expanded_app(a), ds.entitlements) for a in range(len(ds.apps))],
         "users": ds.user_ids,
         "app_users": [
             ds.app_user_id(a, u) for a in range(len(ds.apps)) for u in range(len(ds.user_ids))

@@ -1,0 +1,310 @@
+"""The service's side of a request: the gateway's checks (rate limit, latency, faults), the
+token endpoint, the bearer check, the API endpoints routed to the concern that answers, and
+the counters tests and benchmarks read to check a client's behaviour.
+
+The HTTP front (emulator/server.py) knows nothing of this beyond two calls: ``admit`` before
+a request is answered and ``answer`` to answer it. The settings a test or
+``/_emulator/settings`` may change at any time are read once per request from ``Settings``.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import unquote
+
+from emulator import auth
+from emulator.auth import TOKEN_PATH, Credential
+from emulator.catalog import list_app_entitlements, list_apps
+from emulator.dataset import Dataset
+from emulator.errors import NOT_FOUND, ApiError, canned, method_not_allowed
+from emulator.exclusions import list_automation_exclusions
+from emulator.faults import Fault, Faults
+from emulator.feed import search_grant_feed
+from emulator.paging import PageTokens
+from emulator.server import Request
+
+FEED_PATH = "/api/v1/grants/feed"
+APPS_PATH = "/api/v1/apps"
+APP_ENTITLEMENTS = re.compile(r"/api/v1/apps/([^/]+)/entitlements")
+EXCLUSIONS = re.compile(r"/api/v1/apps/([^/]+)/entitlements/([^/]+)/automation/exclusions")
+
+
+class Settings:
+    """What may change between two requests. Plain attributes behind validating setters are
+    enough: a single assignment is atomic and each request reads a setting once."""
+
+    def __init__(
+        self,
+        *,
+        token_lifetime: int = 600,
+        latency: float = 0.0,
+        exclusions_ignore_page_token: bool = False,
+        emit_unpopulated: bool | None = None,
+        max_in_flight: int = 0,
+        throttle_retry_after: int = 1,
+    ) -> None:
+        self.token_lifetime = token_lifetime
+        self.latency = latency
+        # Answer every exclusions request with the first page and the same token, like a
+        # gateway ignoring query parameters the operation does not declare.
+        self.exclusions_ignore_page_token = exclusions_ignore_page_token
+        # Unset fields: True sends them empty ("", false, 0, [], null) on every endpoint, False
+        # omits them on every endpoint, None (default) sends them empty on the catalog only
+        # (see emulator/unpopulated.py).
+        self.emit_unpopulated = emit_unpopulated
+        # A tenant's rate limit: beyond this many /api/ requests being answered at once, a
+        # request is answered 429 with Retry-After (0: no limit).
+        self.max_in_flight = max_in_flight
+        self.throttle_retry_after = throttle_retry_after
+
+    @property
+    def token_lifetime(self) -> int:
+        return self._token_lifetime
+
+    @token_lifetime.setter
+    def token_lifetime(self, seconds: int) -> None:
+        if int(seconds) < 1:
+            raise ValueError("token_lifetime must be at least 1 second")
+        self._token_lifetime = int(seconds)
+
+    @property
+    def latency(self) -> float:
+        return self._latency
+
+    @latency.setter
+    def latency(self, seconds: float) -> None:
+        if seconds < 0:
+            raise ValueError("latency must be >= 0")
+        self._latency = float(seconds)
+
+    @property
+    def max_in_flight(self) -> int:
+        return self._max_in_flight
+
+    @max_in_flight.setter
+    def max_in_flight(self, requests: int) -> None:
+        if isinstance(requests, bool) or int(requests) < 0:
+            raise ValueError("max_in_flight must be >= 0 (0: no limit)")
+        self._max_in_flight = int(requests)
+
+    @property
+    def throttle_retry_after(self) -> int:
+        return self._throttle_retry_after
+
+    @throttle_retry_after.setter
+    def throttle_retry_after(self, seconds: int) -> None:
+        if isinstance(seconds, bool) or int(seconds) < 0:
+            raise ValueError("throttle_retry_after must be >= 0 seconds")
+        self._throttle_retry_after = int(seconds)
+
+    def update_settings(self, changes: dict[str, Any]) -> dict[str, Any]:
+        """Apply the ``/_emulator/settings`` control's changes; every setting, as now."""
+        if "latency" in changes:
+            self.latency = float(changes["latency"])
+        if "token_lifetime" in changes:
+            self.token_lifetime = int(changes["token_lifetime"])
+        if "exclusions_ignore_page_token" in changes:
+            if not isinstance(flag := changes["exclusions_ignore_page_token"], bool):
+                raise ValueError("exclusions_ignore_page_token must be true or false")
+            self.exclusions_ignore_page_token = flag
+        if "emit_unpopulated" in changes:
+            if not isinstance(flag := changes["emit_unpopulated"], bool | None):
+                raise ValueError("emit_unpopulated must be true, false or null")
+            self.emit_unpopulated = flag
+        if "max_in_flight" in changes:
+            self.max_in_flight = int(changes["max_in_flight"])
+        if "throttle_retry_after" in changes:
+            self.throttle_retry_after = int(changes["throttle_retry_after"])
+        return {
+            "latency": self.latency,
+            "token_lifetime": self.token_lifetime,
+            "exclusions_ignore_page_token": self.exclusions_ignore_page_token,
+            "emit_unpopulated": self.emit_unpopulated,
+            "max_in_flight": self.max_in_flight,
+            "throttle_retry_after": self.throttle_retry_after,
+        }
+
+
+class Stats:
+    """Request counters the tests and benchmarks read to check client behaviour."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: Counter[str] = Counter()
+        self._by: dict[str, Counter[str]] = {}
+
+    def count(self, name: str, key: str | None = None) -> None:
+        """Bump counter `name`, and `name`'s breakdown entry `key` if given."""
+        with self._lock:
+            self._counts[name] += 1
+            if key is not None:
+                self._by.setdefault(name, Counter())[key] += 1
+
+    def snapshot(self) -> dict[str, Any]:
+        with self._lock:
+            by = copy.deepcopy(self._by)
+            return {
+                "token_requests": self._counts["token_requests"],
+                "token_requests_by_method": dict(by.get("token_method", {})),
+                "token_failures": self._counts["token_failures"],
+                "api_requests": self._counts["api_requests"],
+                "api_requests_by_path": dict(by.get("api_requests", {})),
+                "unauthorized": self._counts["unauthorized"],
+                "faults_injected": self._counts["faults_injected"],
+                "faults_by_kind": dict(by.get("faults_injected", {})),
+                "throttled": self._counts["throttled"],
+            }
+
+    def reset(self) -> None:
+        with self._lock:
+            self._counts.clear()
+            self._by.clear()
+
+
+class InFlight:
+    """How many /api/ requests are being answered now, and the most at once since a reset."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.now = 0
+        self.peak = 0
+
+    def enter(self, limit: int) -> bool:
+        """Count one more request in; False (and not counted) if `limit` (> 0) is reached."""
+        with self._lock:
+            if limit and self.now >= limit:
+                return False
+            self.now += 1
+            self.peak = max(self.peak, self.now)
+            return True
+
+    def leave(self) -> None:
+        with self._lock:
+            self.now -= 1
+
+    def reset_peak(self) -> None:
+        with self._lock:
+            self.peak = self.now
+
+
+class Service:
+    """The tenant's service: its data, the credential it accepts, the tokens it issued, its
+    page tokens, the faults planned for it and its counters."""
+
+    def __init__(self, dataset: Dataset, credential: Credential, settings: Settings) -> None:
+        self.dataset = dataset
+        self.credential = credential
+        self.settings = settings
+        self.faults = Faults()
+        self.tokens = auth.TokenStore()
+        self.page_tokens = PageTokens()
+        self.counters = Stats()
+        self.in_flight = InFlight()
+
+    def stats(self) -> dict[str, Any]:
+        return self.counters.snapshot() | {"peak_in_flight": self.in_flight.peak}
+
+    def reset_stats(self) -> None:
+        self.counters.reset()
+        self.in_flight.reset_peak()
+
+    @contextmanager
+    def admit(self, path: str) -> Iterator[Fault | None]:
+        """Count a token or /api/ request and, for /api/, hold its place under the rate limit
+        (429 beyond it) and wait the latency; yields the fault to inject into it, if any. Any
+        other path passes uncounted (``answer`` says 404)."""
+        if path == TOKEN_PATH:
+            self.counters.count("token_requests")
+            yield self._fault(path)
+            return
+        if not path.startswith("/api/"):
+            yield None  # answered 404, uncounted
+            return
+        self.counters.count("api_requests", path)
+        if not self.in_flight.enter(self.settings.max_in_flight):
+            self.counters.count("throttled", path)
+            raise canned(429, {"Retry-After": str(self.settings.throttle_retry_after)})
+        try:
+            if latency := self.settings.latency:
+                time.sleep(latency)
+            yield self._fault(path)
+        finally:
+            self.in_flight.leave()
+
+    def _fault(self, path: str) -> Fault | None:
+        fault = self.faults.take(path)
+        if fault is not None:
+            self.counters.count("faults_injected", fault.kind)
+        return fault
+
+    def answer(self, request: Request) -> dict[str, Any]:
+        """The JSON body of a 200 answer to an admitted request; ApiError for any other."""
+        if request.path == TOKEN_PATH:
+            return self._token(request)
+        if not request.path.startswith("/api/"):
+            raise ApiError(404, NOT_FOUND, "not found")
+        try:
+            auth.check_bearer(self.tokens, request.authorization)
+        except ApiError:
+            self.counters.count("unauthorized")
+            raise
+        return self._route(request)
+
+    def _token(self, request: Request) -> dict[str, Any]:
+        try:
+            if request.method != "POST":
+                raise method_not_allowed("POST")
+            form = auth.parse_form(request.content_type, request.body)
+            login = auth.login_method(form)
+            self.counters.count("token_method", login)
+            auth.authenticate(form, login, self.credential)
+        except ApiError:
+            self.counters.count("token_failures")
+            raise
+        return auth.token_response(self.tokens, self.settings.token_lifetime)
+
+    def _route(self, request: Request) -> dict[str, Any]:
+        """The endpoint of the concern that answers ``request``."""
+        path, method, query = request.path, request.method, request.query
+        # None (the default): the catalog sends unset fields empty, as the vendor's Terraform
+        # provider says the service does; the feed and the exclusions omit them.
+        emit = self.settings.emit_unpopulated is True
+        emit_catalog = self.settings.emit_unpopulated is not False
+        if path == FEED_PATH:
+            if method != "POST":
+                raise method_not_allowed("POST")
+            return search_grant_feed(
+                self.dataset.feed, self.page_tokens, request.body, emit_unpopulated=emit
+            )
+        if path == APPS_PATH:
+            if method != "GET":
+                raise method_not_allowed("GET")
+            return list_apps(self.dataset.catalog, self.page_tokens, query, emit_catalog)
+        if catalog_match := APP_ENTITLEMENTS.fullmatch(path):
+            if method != "GET":
+                raise method_not_allowed("GET")
+            app_id = unquote(catalog_match.group(1))
+            return list_app_entitlements(
+                self.dataset.catalog, self.page_tokens, app_id, query, emit_catalog
+            )
+        if match := EXCLUSIONS.fullmatch(path):
+            if method != "GET":
+                raise method_not_allowed("GET")
+            app_id, entitlement_id = unquote(match.group(1)), unquote(match.group(2))
+            return list_automation_exclusions(
+                self.dataset.exclusions,
+                self.page_tokens,
+                app_id,
+                entitlement_id,
+                query,
+                ignore_paging=self.settings.exclusions_ignore_page_token,
+                emit_unpopulated=emit,
+            )
+        raise ApiError(404, NOT_FOUND, "not found")
