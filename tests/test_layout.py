@@ -1,6 +1,6 @@
-"""The package's layout stays readable: its modules import each other without a circle
-(type-only imports included, since a reader follows those too); the dbt project (transform/)
-writes each shared rule once, in a documented macro."""
+"""The layout stays readable: the package and the emulator each import their modules without a
+circle (type-only imports included, since a reader follows those too) and neither imports the
+other; the dbt project (transform/) writes each shared rule once, in a documented macro."""
 
 from __future__ import annotations
 
@@ -8,30 +8,46 @@ import ast
 import re
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "tap_accessgov"
-TRANSFORM = PACKAGE.parent / "transform"
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("tap_accessgov", "emulator")
+TRANSFORM = ROOT / "transform"
 
 
 def imports_of(module: Path) -> set[str]:
-    """The tap_accessgov modules that ``module`` imports, wherever the import statement is."""
+    """The top-level modules and packages ``module`` imports, as ``package.module`` for those of
+    this project's packages, wherever the import statement is (TYPE_CHECKING included)."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(module.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            if node.module == "tap_accessgov":
-                found |= {alias.name for alias in node.names}
-            elif node.module.startswith("tap_accessgov."):
-                found.add(node.module.split(".")[1])
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            parts = node.module.split(".")
+            if parts[0] in PACKAGES and len(parts) == 1:
+                found |= {f"{parts[0]}.{alias.name}" for alias in node.names}
+            else:
+                found.add(".".join(parts[:2]))
         elif isinstance(node, ast.Import):
-            found |= {
-                alias.name.split(".")[1]
-                for alias in node.names
-                if alias.name.startswith("tap_accessgov.")
-            }
+            found |= {".".join(alias.name.split(".")[:2]) for alias in node.names}
     return found
 
 
-def test_the_package_has_no_import_circle() -> None:
-    graph = {path.stem: imports_of(path) for path in PACKAGE.glob("*.py")}
+def graph_of(package: str) -> dict[str, set[str]]:
+    """Module -> the modules of the same package it imports (the package's ``__init__`` is
+    where its public names are gathered, so it is left out as a node)."""
+    modules = {
+        f"{package}.{path.stem}"
+        for path in (ROOT / package).glob("*.py")
+        if path.stem != "__init__"
+    }
+    return {
+        module: imports_of(ROOT / package / f"{module.split('.')[1]}.py") & modules
+        for module in modules
+    }
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_import_circle(package: str) -> None:
+    graph = graph_of(package)
     assert len(graph) > 5
     done: set[str] = set()
 
@@ -41,12 +57,26 @@ def test_the_package_has_no_import_circle() -> None:
             raise AssertionError("import circle: " + " -> ".join(cycle))
         if module in done:
             return
-        for imported in sorted(graph.get(module, ())):
+        for imported in sorted(graph[module]):
             visit(imported, [*path, module])
         done.add(module)
 
     for module in sorted(graph):
         visit(module, [])
+
+
+@pytest.mark.parametrize(("package", "other"), [PACKAGES, PACKAGES[::-1]])
+def test_the_tap_and_the_emulator_do_not_import_each_other(package: str, other: str) -> None:
+    """The emulator stands for the service: the tap must not lean on its code, nor it on the
+    tap's (each would then agree with the other by construction)."""
+    leaks = sorted(
+        f"{path.relative_to(ROOT)} imports {name}"
+        for path in (ROOT / package).rglob("*.py")
+        if "tests" not in path.parts
+        for name in imports_of(path)
+        if name.split(".")[0] == other
+    )
+    assert leaks == []
 
 
 def yml_files() -> list[Path]:

@@ -1,6 +1,6 @@
-"""The emulator's layout stays readable: its modules import each other without a circle (type
-only imports included, since a reader follows those too), it knows nothing of the tap, the
-HTTP front talks to the rest through what it is handed, and error codes have names."""
+"""The emulator's layout by concern: each concern stands alone, the HTTP front talks to the
+rest through what it is handed, and error codes have names (tests/test_layout.py checks that
+its imports, like the package's, have no circle and that neither imports the other)."""
 
 from __future__ import annotations
 
@@ -36,25 +36,6 @@ def imports_of(tree: ast.Module) -> set[str]:
     return found
 
 
-def test_the_emulator_has_no_import_circle() -> None:
-    graph = {name: imports_of(tree) for name, tree in _modules().items()}
-    assert {"server", "control", "dataset", "catalog", "feed"} <= set(graph)
-    done: set[str] = set()
-
-    def visit(module: str, path: list[str]) -> None:
-        if module in path:
-            cycle = [*path[path.index(module) :], module]
-            raise AssertionError("import circle: " + " -> ".join(cycle))
-        if module in done:
-            return
-        for imported in sorted(graph.get(module, ())):
-            visit(imported, [*path, module])
-        done.add(module)
-
-    for module in sorted(graph):
-        visit(module, [])
-
-
 def test_each_concern_holds_its_data_without_the_whole_tenant() -> None:
     """catalog, users, exclusions, lifecycles and the feed each keep their data and their
     endpoint's answers; none reaches for the Dataset that composes them, nor for the service
@@ -82,23 +63,6 @@ def test_each_concern_holds_its_data_without_the_whole_tenant() -> None:
         assert reached(module).isdisjoint(above), module
         classes = {n.name for n in _modules()[module].body if isinstance(n, ast.ClassDef)}
         assert holder in classes, module
-
-
-def test_the_emulator_never_imports_the_tap() -> None:
-    """The emulator stands in for the service: it must not lean on the client it tests."""
-    offenders = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text())):
-            names = (
-                [alias.name for alias in node.names]
-                if isinstance(node, ast.Import)
-                else [node.module or ""]
-                if isinstance(node, ast.ImportFrom)
-                else []
-            )
-            if any(name.split(".")[0] == "tap_accessgov" for name in names):
-                offenders.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
-    assert offenders == []
 
 
 def test_the_http_front_reaches_the_emulator_only_through_what_it_is_handed() -> None:
