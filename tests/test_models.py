@@ -20,8 +20,6 @@ import pytest
 from emulator import Dataset, Emulator, lifecycle
 from emulator.timefmt import format_ns
 from tests.conftest import (
-    CREDENTIAL,
-    E2E_DATASET,
     POSTGRES_URL,
     libpq_env,
     meltano,
@@ -29,12 +27,6 @@ from tests.conftest import (
 )
 
 NEW_EVENTS = 150
-
-
-@pytest.fixture
-def emulator() -> t.Iterator[Emulator]:
-    with Emulator(Dataset(**E2E_DATASET), credential=CREDENTIAL) as emu:
-        yield emu
 
 
 def us(ns: int | None) -> int | None:
@@ -260,18 +252,18 @@ def postgres_models(
 
 @pytest.mark.parametrize("emit_unpopulated", [False, True], ids=["omitted", "emitted"])
 def test_models_on_duckdb_equal_the_emulators_truth(
-    meltano_plugins: None, emulator: Emulator, tmp_path: Path, emit_unpopulated: bool
+    meltano_plugins: None, e2e_emulator: Emulator, tmp_path: Path, emit_unpopulated: bool
 ) -> None:
     """Unset fields omitted or sent empty ("", false, 0, UNKNOWN): the same answers."""
-    emulator.emit_unpopulated = emit_unpopulated
-    ds = emulator.dataset
+    e2e_emulator.emit_unpopulated = emit_unpopulated
+    ds = e2e_emulator.dataset
     as_of = as_of_instant(ds)
-    env, query = duckdb_models(emulator, tmp_path, as_of)
+    env, query = duckdb_models(e2e_emulator, tmp_path, as_of)
 
     meltano("run", "tap-accessgov", "target-jsonl", "dbt-duckdb:build", env=env)
     compare(query, truth(ds, as_of))
 
-    emulator.add_events(count=NEW_EVENTS)
+    e2e_emulator.add_events(count=NEW_EVENTS)
     meltano("run", "tap-accessgov", "target-jsonl", "dbt-duckdb:build", env=env)
     # JSONL appended the bookmark instant's events again and every exclusion and user: the
     # models must not count them twice.
@@ -292,18 +284,18 @@ def test_models_on_duckdb_equal_the_emulators_truth(
 
 @pytest.mark.parametrize("emit_unpopulated", [False, True], ids=["omitted", "emitted"])
 def test_models_on_postgres_equal_the_emulators_truth(
-    meltano_plugins: None, emulator: Emulator, postgres, tmp_path: Path, emit_unpopulated: bool
+    meltano_plugins: None, e2e_emulator: Emulator, postgres, tmp_path: Path, emit_unpopulated: bool
 ) -> None:
     connection, schema = postgres
-    emulator.emit_unpopulated = emit_unpopulated
-    ds = emulator.dataset
+    e2e_emulator.emit_unpopulated = emit_unpopulated
+    ds = e2e_emulator.dataset
     as_of = as_of_instant(ds)
-    env, query = postgres_models(emulator, tmp_path, as_of, connection, schema)
+    env, query = postgres_models(e2e_emulator, tmp_path, as_of, connection, schema)
 
     meltano("run", "accessgov", env=env)  # the shipped job: load, then build
     compare(query, truth(ds, as_of))
 
-    emulator.add_events(count=NEW_EVENTS)
+    e2e_emulator.add_events(count=NEW_EVENTS)
     meltano("run", "accessgov", env=env)
     compare(query, truth(ds, as_of))
 
@@ -478,14 +470,16 @@ def quadratic_joins(plan: dict[str, t.Any], event_scale: set[str]) -> list[str]:
 
 
 def test_model_plans_stay_linear_whatever_the_planner_estimates(
-    meltano_plugins: None, emulator: Emulator, postgres, tmp_path: Path
+    meltano_plugins: None, e2e_emulator: Emulator, postgres, tmp_path: Path
 ) -> None:
     """Times nothing: builds the models on loaded tables, then asks PostgreSQL for the plan
     of every model with hash and merge joins switched off, i.e. the nested loops a planner
     misled by its estimates (it cannot estimate filters on computed columns) would pick.
     Every such loop over the events must look rows up through an index."""
     connection, schema = postgres
-    env = postgres_env(base_env(emulator, tmp_path, as_of_instant(emulator.dataset)), schema)
+    env = postgres_env(
+        base_env(e2e_emulator, tmp_path, as_of_instant(e2e_emulator.dataset)), schema
+    )
     env["DBT_POSTGRES_TARGET_PATH"] = str(tmp_path / "dbt")  # where manifest.json goes
     meltano("run", "tap-accessgov", "target-postgres", "dbt-postgres:run", env=env)
     manifest = json.loads((tmp_path / "dbt" / "manifest.json").read_text())

@@ -22,19 +22,13 @@ from pathlib import Path
 
 import pytest
 
-from emulator import Dataset, Emulator
+from emulator import Emulator
 from emulator.timefmt import format_ns
-from tests.conftest import BIN, CREDENTIAL, E2E_DATASET, POSTGRES_URL, ROOT, libpq_env, ns, tap_env
+from tests.conftest import BIN, CREDENTIAL, POSTGRES_URL, ROOT, libpq_env, ns, tap_env
 from tests.test_models import as_of_instant, compare, truth
 
 JOB_STATE_ID = "prod:tap-accessgov-to-target-postgres"  # Meltano's name for the job's EL block
 PLUGIN_DIRS = ("extractors", "loaders", "utilities", "orchestrators")
-
-
-@pytest.fixture
-def emulator() -> t.Iterator[Emulator]:
-    with Emulator(Dataset(**E2E_DATASET), credential=CREDENTIAL) as emu:
-        yield emu
 
 
 def fresh_copy(directory: Path) -> Path:
@@ -165,19 +159,19 @@ def models_query(warehouse: dict[str, t.Any]) -> t.Callable[[str], list[tuple]]:
 
 
 def test_a_second_runner_with_a_fresh_project_continues_from_the_first_ones_state(
-    meltano_plugins: None, emulator: Emulator, warehouse, tmp_path: Path
+    meltano_plugins: None, e2e_emulator: Emulator, warehouse, tmp_path: Path
 ) -> None:
-    env = prod_env(emulator, warehouse)
-    ds = emulator.dataset
+    env = prod_env(e2e_emulator, warehouse)
+    ds = e2e_emulator.dataset
     as_of = as_of_instant(ds)
 
     returncode, output = run_job(fresh_copy(tmp_path / "runner-1"), env)
     assert returncode == 0, output[-4000:]
     compare(models_query(warehouse), truth(ds, as_of))
-    first_feed_pages = emulator.stats["api_requests_by_path"]["/api/v1/grants/feed"]
+    first_feed_pages = e2e_emulator.stats["api_requests_by_path"]["/api/v1/grants/feed"]
 
-    emulator.add_events(count=150)
-    emulator.reset_stats()
+    e2e_emulator.add_events(count=150)
+    e2e_emulator.reset_stats()
     (before_second_run,) = (
         warehouse["connection"].execute("SELECT txid_current() % 4294967296").fetchone()
     )
@@ -187,7 +181,7 @@ def test_a_second_runner_with_a_fresh_project_continues_from_the_first_ones_stat
     assert not (second / ".meltano" / "meltano.db").exists()
     # Incremental: only the pages after the first run's bookmark, and only the new events
     # (plus those at the bookmark instant, which `after` re-reads) written to the table.
-    assert emulator.stats["api_requests_by_path"]["/api/v1/grants/feed"] <= 3 < first_feed_pages
+    assert e2e_emulator.stats["api_requests_by_path"]["/api/v1/grants/feed"] <= 3 < first_feed_pages
     (written,) = (
         warehouse["connection"]
         .execute(
@@ -211,7 +205,7 @@ def test_a_second_runner_with_a_fresh_project_continues_from_the_first_ones_stat
     )
 
     since = sorted((e["feed"]["date"] for e in ds.feed_entries()), key=ns)[ds.total // 2]
-    emulator.reset_stats()
+    e2e_emulator.reset_stats()
     returncode, output = run_job(
         third, env | {"TAP_ACCESSGOV_START_DATE": since}, "run", "--full-refresh", "accessgov"
     )
@@ -231,17 +225,19 @@ REFUSED = f"Another '{JOB_STATE_ID}' pipeline is already running"
 
 
 def test_a_run_that_overlaps_a_running_one_is_refused_and_the_first_completes(
-    meltano_plugins: None, emulator: Emulator, warehouse, tmp_path: Path
+    meltano_plugins: None, e2e_emulator: Emulator, warehouse, tmp_path: Path
 ) -> None:
-    env = prod_env(emulator, warehouse)
-    emulator.latency = 1.0  # the first run reads for a while (lifted once the second is refused)
+    env = prod_env(e2e_emulator, warehouse)
+    e2e_emulator.latency = (
+        1.0  # the first run reads for a while (lifted once the second is refused)
+    )
     first_log = tmp_path / "first.log"
     first = start_job(fresh_copy(tmp_path / "runner-1"), env, first_log)
     try:
         wait_until_running(warehouse, first)
         returncode, output = run_job(fresh_copy(tmp_path / "runner-2"), env)
         assert first.poll() is None, "the overlap must be tested while the first run runs"
-        emulator.latency = 0
+        e2e_emulator.latency = 0
         assert first.wait(timeout=600) == 0, first_log.read_text()[-4000:]
     finally:
         if first.poll() is None:
@@ -250,24 +246,26 @@ def test_a_run_that_overlaps_a_running_one_is_refused_and_the_first_completes(
     assert REFUSED in output
     # The refused run left no record and touched nothing: one run, complete, models right.
     assert runs(warehouse) == [("SUCCESS", None)]
-    compare(models_query(warehouse), truth(emulator.dataset, as_of_instant(emulator.dataset)))
+    compare(
+        models_query(warehouse), truth(e2e_emulator.dataset, as_of_instant(e2e_emulator.dataset))
+    )
 
 
 def test_a_killed_run_blocks_the_next_for_five_minutes_after_its_last_heartbeat(
-    meltano_plugins: None, emulator: Emulator, warehouse, tmp_path: Path
+    meltano_plugins: None, e2e_emulator: Emulator, warehouse, tmp_path: Path
 ) -> None:
     """Meltano 4.4.1 writes a heartbeat into the run's record every second and takes a RUNNING
     record whose heartbeat is 5 minutes old (HEARTBEAT_VALID_MINUTES, not a setting) for a dead
     run. The test does not wait those minutes: it moves the killed run's last heartbeat back,
     the one thing Meltano compares with the clock."""
-    env = prod_env(emulator, warehouse)
-    emulator.latency = 0.5
+    env = prod_env(e2e_emulator, warehouse)
+    e2e_emulator.latency = 0.5
     killed = start_job(fresh_copy(tmp_path / "runner-1"), env, tmp_path / "killed.log")
     wait_until_running(warehouse, killed)
     time.sleep(2)  # the tap is reading
     os.killpg(killed.pid, signal.SIGKILL)  # the container is gone: meltano, tap and target
     killed.wait(timeout=60)
-    emulator.latency = 0
+    e2e_emulator.latency = 0
     assert runs(warehouse) == [("RUNNING", None)]
 
     def heartbeat_age(age: str) -> None:
@@ -298,11 +296,13 @@ def test_a_killed_run_blocks_the_next_for_five_minutes_after_its_last_heartbeat(
         ("SUCCESS", None),
     ]
     # Whatever state the killed run left, the next one completes the history: nothing lost.
-    compare(models_query(warehouse), truth(emulator.dataset, as_of_instant(emulator.dataset)))
+    compare(
+        models_query(warehouse), truth(e2e_emulator.dataset, as_of_instant(e2e_emulator.dataset))
+    )
 
 
 def test_dagster_runs_the_job_on_its_schedule_with_retries(
-    meltano_plugins: None, emulator: Emulator, warehouse, tmp_path: Path
+    meltano_plugins: None, e2e_emulator: Emulator, warehouse, tmp_path: Path
 ) -> None:
     """The shipped Dagster definitions, in the `dagster` orchestrator plugin's own virtualenv:
     the schedule is meltano.yml's, and `meltano invoke dagster:run` (Dagster's in-process
@@ -312,7 +312,7 @@ def test_dagster_runs_the_job_on_its_schedule_with_retries(
     project = fresh_copy(tmp_path / "runner")
     (tmp_path / "dagster").mkdir()
     (tmp_path / "dagster" / "dagster.yaml").write_text("")
-    env = prod_env(emulator, warehouse) | {
+    env = prod_env(e2e_emulator, warehouse) | {
         "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",  # `meltano`, as in a runner's image
         "DAGSTER_HOME": str(tmp_path / "dagster"),
         "ACCESSGOV_RETRY_DELAY_SECONDS": "1",
@@ -338,7 +338,7 @@ def test_dagster_runs_the_job_on_its_schedule_with_retries(
     )
     assert schedule.stdout.split() == ["@daily", "UTC", "accessgov", "1"]
 
-    emulator.faults.add(kind="403", path="/api/v1/grants/feed", times=1)
+    e2e_emulator.faults.add(kind="403", path="/api/v1/grants/feed", times=1)
     returncode, output = run_job(project, env, "invoke", "dagster:run", timeout=900)
     assert returncode == 0, output[-6000:]
     stored = [p.read_bytes() for p in (tmp_path / "dagster").rglob("*") if p.is_file()]
@@ -349,7 +349,9 @@ def test_dagster_runs_the_job_on_its_schedule_with_retries(
     failed, succeeded = runs(warehouse)
     assert failed[0] == "FAIL"
     assert succeeded == ("SUCCESS", None)
-    compare(models_query(warehouse), truth(emulator.dataset, as_of_instant(emulator.dataset)))
+    compare(
+        models_query(warehouse), truth(e2e_emulator.dataset, as_of_instant(e2e_emulator.dataset))
+    )
 
 
 def test_meltano_creates_its_tables_in_an_empty_schema_but_not_the_schema(

@@ -22,19 +22,11 @@ import typing as t
 from collections import Counter
 from pathlib import Path
 
-import pytest
-
 from emulator import Dataset, Emulator
-from tests.conftest import BIN, CREDENTIAL, E2E_DATASET, ROOT, meltano
+from tests.conftest import BIN, CREDENTIAL, ROOT, meltano
 from tests.test_models import as_of_instant, compare, duckdb_models, postgres_models, truth
 
 Query = t.Callable[[str], list[tuple]]
-
-
-@pytest.fixture
-def emulator() -> t.Iterator[Emulator]:
-    with Emulator(Dataset(**E2E_DATASET), credential=CREDENTIAL) as emu:
-        yield emu
 
 
 def exclusions_by_entitlement(ds: Dataset) -> dict[tuple[str, str], list[str]]:
@@ -238,11 +230,11 @@ def scenario(
 
 
 def test_removals_reach_the_duckdb_models_and_a_killed_run_changes_nothing(
-    meltano_plugins: None, emulator: Emulator, tmp_path: Path
+    meltano_plugins: None, e2e_emulator: Emulator, tmp_path: Path
 ) -> None:
     import duckdb
 
-    env, query = duckdb_models(emulator, tmp_path, as_of_instant(emulator.dataset))
+    env, query = duckdb_models(e2e_emulator, tmp_path, as_of_instant(e2e_emulator.dataset))
 
     def loaded_snapshots() -> int:
         with duckdb.connect() as db:
@@ -254,21 +246,21 @@ def test_removals_reach_the_duckdb_models_and_a_killed_run_changes_nothing(
         return int(found[0])
 
     scenario(
-        emulator,
+        e2e_emulator,
         query,
         loaded_snapshots,
         lambda: meltano("run", "tap-accessgov", "target-jsonl", "dbt-duckdb:build", env=env),
-        lambda: killed_run(emulator, env, "tap-accessgov", "target-jsonl"),
+        lambda: killed_run(e2e_emulator, env, "tap-accessgov", "target-jsonl"),
         lambda: meltano("run", "dbt-duckdb:build", env=env),
     )
 
 
 def test_removals_reach_the_postgres_models_and_a_killed_run_changes_nothing(
-    meltano_plugins: None, emulator: Emulator, postgres, tmp_path: Path
+    meltano_plugins: None, e2e_emulator: Emulator, postgres, tmp_path: Path
 ) -> None:
     connection, schema = postgres
-    as_of = as_of_instant(emulator.dataset)
-    env, query = postgres_models(emulator, tmp_path, as_of, connection, schema)
+    as_of = as_of_instant(e2e_emulator.dataset)
+    env, query = postgres_models(e2e_emulator, tmp_path, as_of, connection, schema)
 
     def loaded_snapshots() -> int:
         return int(
@@ -278,10 +270,10 @@ def test_removals_reach_the_postgres_models_and_a_killed_run_changes_nothing(
         )
 
     scenario(
-        emulator,
+        e2e_emulator,
         query,
         loaded_snapshots,
         lambda: meltano("run", "accessgov", env=env),  # the shipped job: load, then build
-        lambda: killed_run(emulator, env, "tap-accessgov", "target-postgres"),
+        lambda: killed_run(e2e_emulator, env, "tap-accessgov", "target-postgres"),
         lambda: meltano("run", "dbt-postgres:build", env=env),
     )
