@@ -133,6 +133,28 @@ def test_users_are_the_distinct_excluded_users_verbatim(full_sync: SyncResult) -
     assert any(u.get("emailSources") for u in users)
 
 
+def test_the_exclusions_request_loop_yields_the_service_entries_unchanged() -> None:
+    """No private key travels inside a record: the request loop yields the service's
+    exclusion entries as they are (the user inside), and the stream turns each into its
+    record and its user in one place."""
+    emulator = shared_emulator()
+    dataset = emulator.dataset
+    tap = TapAccessGov(config=tap_config(emulator), parse_env_config=False)
+    exclusions = tap.streams["automation_exclusions"]
+    app_id, entitlement_id = max(
+        dataset.exclusion_entitlements, key=lambda key: len(dataset.exclusion_entries(*key))
+    )
+    context = {"appId": app_id, "appEntitlementId": entitlement_id}
+    entries = list(exclusions.request_records(context))
+    assert entries == dataset.exclusion_entries(app_id, entitlement_id)
+    records = list(exclusions.get_records(context))
+    assert all(
+        set(record) == set(PRIMARY_KEYS["automation_exclusions"]) | {"appUserId"}
+        for record in records
+    )
+    assert [r["userId"] for r in records] == [e["user"]["id"] for e in entries]
+
+
 def test_feed_state_is_the_latest_date(full_sync: SyncResult) -> None:
     bookmark = full_sync.state["bookmarks"]["grant_feed"]
     latest = max(full_sync.records["grant_feed"], key=lambda r: ns(r["date"]))
