@@ -19,7 +19,7 @@ from tap_accessgov import cli, settings
 from tap_accessgov.auth import AccessGovAuthenticator
 from tap_accessgov.catalog import AppEntitlementsStream, AppsStream
 from tap_accessgov.client import AccessGovStream
-from tap_accessgov.credentials import ClientId, RedactedStr, parse_client_id, parse_client_secret
+from tap_accessgov.credentials import ClientId, parse_client_id, parse_client_secret
 from tap_accessgov.exclusions import AutomationExclusionsStream, UsersStream
 from tap_accessgov.grant_feed import GrantFeedStream
 from tap_accessgov.output import OutputWriter
@@ -59,11 +59,12 @@ class TapAccessGov(Tap):
             raise ConfigValidationError(
                 "Config validation failed", errors=problems, schema=self.config_jsonschema
             )
-        if isinstance(secret := self.config.get("client_secret"), str):
-            # The SDK keeps the config in a private dict behind a read-only view and offers no
-            # hook to wrap a value (singer-sdk 0.54): this one write keeps the secret out of
-            # any repr of the config (log lines, tracebacks).
-            self._config["client_secret"] = RedactedStr(secret)
+
+    @cached_property
+    @override
+    def config(self) -> t.Mapping[str, t.Any]:
+        """The SDK's read-only config, the secret's value hidden from any repr (settings.py)."""
+        return settings.Settings(super().config)
 
     @classmethod
     def settings_schema(cls) -> dict[str, t.Any]:

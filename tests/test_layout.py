@@ -65,3 +65,13 @@ def test_the_dbt_project_uses_the_current_data_tests_key() -> None:
     assert files
     found = [hit for path in files for hit in old_keys(yaml.safe_load(path.read_text()), path.name)]
     assert found == []
+
+
+def test_the_sdk_is_not_pinned_below_its_next_release() -> None:
+    """The package uses no SDK private, so nothing holds it below the next singer-sdk: the
+    requirement has a lower bound only (the lock file says which release is tested)."""
+    import tomllib
+
+    project = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["project"]
+    sdk = [req for req in project["dependencies"] if req.startswith("singer-sdk")]
+    assert sdk == ["singer-sdk[msgspec]>=0.54.2"]
