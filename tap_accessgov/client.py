@@ -90,6 +90,19 @@ class AccessGovStream(RESTStream[str | None], ProgressReportingStream, SnapshotS
     def get_records(self, context: Context | None) -> t.Iterable[dict[str, t.Any]]:
         return self.dry_run_limit.apply(super().get_records(context))
 
+    @override  # type: ignore[misc]  # final in the SDK: see the docstring
+    def sync(self, context: Context | None = None) -> None:
+        """The SDK's sync; however it ends, this stream's worker threads end with it.
+
+        The SDK marks ``sync`` final and has no hook at its end: a failure outside
+        ``get_records`` (a stream map, a closed output) leaves the records generator suspended
+        in the traceback, and its workers would go on fetching (and retrying) after the run.
+        """
+        try:
+            super().sync(context)
+        finally:
+            self.stop_workers()
+
     def stop_workers(self) -> None:
         """End this stream's worker threads, if it has any (a failed run must not wait)."""
 

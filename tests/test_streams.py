@@ -155,6 +155,34 @@ def test_the_exclusions_request_loop_yields_the_service_entries_unchanged() -> N
     assert [r["userId"] for r in records] == [e["user"]["id"] for e in entries]
 
 
+@pytest.mark.parametrize(
+    "selected", [None, {"grant_feed": None}], ids=["all-streams", "full-table-snapshots-deselected"]
+)
+def test_a_run_with_nothing_new_ends_with_the_whole_state(
+    full_sync: SyncResult, selected: dict[str, None] | None
+) -> None:
+    """The run itself (not only the command line) ends with a STATE holding the whole state,
+    also when full_table_snapshots, the stream that ends the run, is not selected: the SDK
+    writes a STATE only when it changed, and a run with nothing new would end on a RECORD."""
+    config = tap_config(shared_emulator())
+    catalog = None if selected is None else catalog_selecting(config, selected)
+    result = sync(config, state=full_sync.state, catalog=catalog)
+    assert result.records["grant_feed"], "the bookmark instant is re-read"
+    last = result.messages[-1]
+    assert last["type"] == "STATE"
+    assert last["value"]["bookmarks"]["grant_feed"] == full_sync.state["bookmarks"]["grant_feed"]
+
+
+def test_the_streams_are_kept_once_in_sync_order() -> None:
+    """The SDK's own dict, in the order sync_all syncs it: by name, full_table_snapshots last."""
+    tap = TapAccessGov(config=tap_config(shared_emulator()), parse_env_config=False)
+    assert tap.streams is tap.streams
+    assert list(tap.streams) == [
+        *sorted(name for name in tap.streams if name != "full_table_snapshots"),
+        "full_table_snapshots",
+    ]
+
+
 def test_feed_state_is_the_latest_date(full_sync: SyncResult) -> None:
     bookmark = full_sync.state["bookmarks"]["grant_feed"]
     latest = max(full_sync.records["grant_feed"], key=lambda r: ns(r["date"]))
