@@ -23,9 +23,10 @@ from singer_sdk.helpers.conform import TypeConformanceLevel
 from typing_extensions import override
 
 from tap_accessgov import schemas
+from tap_accessgov.client import DryRunLimit
 from tap_accessgov.paging import RepeatedPageTokenError
 from tap_accessgov.prefetch import ConcurrentPartitionsStream
-from tap_accessgov.progress import DryRunLimit, ProgressReportingStream
+from tap_accessgov.progress import ProgressReportingStream
 from tap_accessgov.snapshots import SnapshotStream
 
 if t.TYPE_CHECKING:
