@@ -51,16 +51,6 @@ class CredentialError(ValueError):
     """A malformed client id or client secret; the message names the setting, not the value."""
 
 
-class RedactedStr(str):
-    """A secret string that still works as a string but whose ``repr`` hides it, so a config
-    mapping that ends up in a log line or a traceback does not carry it."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "'<redacted>'"
-
-
 @dataclass(frozen=True)
 class ClientId:
     """The parts of a client id that matter: the whole id, the host (with port) and the aud."""

@@ -8,6 +8,7 @@ shows only the last line a plugin logs; a 40-line traceback hides the one fact t
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import logging
 import os
@@ -53,6 +54,15 @@ def read_json_file(path: str, what: str) -> dict[str, t.Any]:
         msg = f"{what} file {path}: cannot be read ({problem})"
         raise InputFileError(msg) from None
     return read_json_object(text, what, path)
+
+
+def checked_json_file(file: t.IO[str] | None, what: str) -> t.IO[str] | None:
+    """``file`` read once and checked (see read_json_object), handed back as the SDK reads it."""
+    if file is None:
+        return None
+    text = file.read()
+    read_json_object(text, what, file.name)
+    return io.StringIO(text)
 
 
 @contextlib.contextmanager

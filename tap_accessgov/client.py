@@ -4,7 +4,9 @@ service's error answers.
 
 What every endpoint of the service shares lives here; the retry policy itself is retries.py,
 what a page is and how it pages paging.py; ``grant_feed.py``, ``catalog.py`` and
-``exclusions.py`` only say what differs per endpoint.
+``exclusions.py`` only say what differs per endpoint. So does the record flow every stream
+shares: ``--test``'s one-record limit (DryRunLimit), and worker threads that end with the sync
+that started them.
 """
 
 from __future__ import annotations
@@ -14,11 +16,11 @@ import typing as t
 
 import requests
 from singer_sdk.exceptions import FatalAPIError, RetriableAPIError
-from singer_sdk.streams import RESTStream
+from singer_sdk.streams import RESTStream, Stream
 from typing_extensions import override
 
 from tap_accessgov.paging import NextPageTokenPaginator, Page, page_body
-from tap_accessgov.progress import DryRunLimit, ProgressReportingStream
+from tap_accessgov.progress import ProgressReportingStream
 from tap_accessgov.retries import (
     QUIET_BACKOFF,
     RETRIED_ERRORS,
@@ -64,6 +66,35 @@ class ApiConnection(t.Protocol):
     def state_writer(self) -> StateWriting: ...
 
 
+class DryRunLimit:
+    """``--test`` syncs each stream with the SDK's ``ABORT_AT_RECORD_COUNT`` (1) set, and the SDK
+    stops a stream that reaches it by raising, which it logs as "An unhandled error occurred"
+    at ERROR although the test passed. A stream that ends by itself at the limit never
+    reaches that abort."""
+
+    def __init__(self, stream: Stream) -> None:
+        self._stream = stream
+        self._emitted = 0
+
+    def apply(self, records: t.Iterable[dict[str, t.Any]]) -> t.Iterator[dict[str, t.Any]]:
+        limit = self._stream.ABORT_AT_RECORD_COUNT
+        if limit is None:
+            yield from records
+            return
+        iterator = iter(records)
+        try:
+            while self._emitted < limit:
+                try:
+                    record = next(iterator)
+                except StopIteration:
+                    return
+                self._emitted += 1
+                yield record
+        finally:
+            if isinstance(iterator, t.Generator):
+                iterator.close()
+
+
 class AccessGovStream(RESTStream[str | None], ProgressReportingStream, SnapshotStream):
     """Base stream for the service's API.
 
@@ -92,6 +123,19 @@ class AccessGovStream(RESTStream[str | None], ProgressReportingStream, SnapshotS
     @override
     def get_records(self, context: Context | None) -> t.Iterable[dict[str, t.Any]]:
         return self.dry_run_limit.apply(super().get_records(context))
+
+    @override  # type: ignore[misc]  # final in the SDK: see the docstring
+    def sync(self, context: Context | None = None) -> None:
+        """The SDK's sync; however it ends, this stream's worker threads end with it.
+
+        The SDK marks ``sync`` final and has no hook at its end: a failure outside
+        ``get_records`` (a stream map, a closed output) leaves the records generator suspended
+        in the traceback, and its workers would go on fetching (and retrying) after the run.
+        """
+        try:
+            super().sync(context)
+        finally:
+            self.stop_workers()
 
     def stop_workers(self) -> None:
         """End this stream's worker threads, if it has any (a failed run must not wait)."""

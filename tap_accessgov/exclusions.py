@@ -1,6 +1,19 @@
 """Automation exclusions (one partition per app entitlement, configured or found through the
 catalog) and the users found in them: the service sends each excluded user whole inside its
-exclusion entries."""
+exclusion entries, and has no users endpoint to read them from.
+
+Why the users are collected here, and not handed to a child stream: a child stream would
+receive them through SDK contexts, and the SDK writes contexts into its log lines, its state
+and its partition bookkeeping (personal data in the logs), and hands child contexts only for
+parent records that pass the stream maps (a ``__filter__`` on ``automation_exclusions`` would
+lose users). So the request loop yields the service's exclusion entries as they are, and
+``automation_exclusions`` turns each into its record and its user in one place, in the main
+thread, *before* the record reaches the maps; the users go to the run's ``ExcludedUsers``, from
+which ``users``, a top-level stream synced after it, reads them back. When
+``automation_exclusions`` is not selected, ``users`` drives the same page fetches itself: either
+way each page is fetched once per run. Memory grows with the number of distinct users, not
+with the number of exclusion entries.
+"""
 
 from __future__ import annotations
 
@@ -10,23 +23,57 @@ from singer_sdk.helpers.conform import TypeConformanceLevel
 from typing_extensions import override
 
 from tap_accessgov import schemas
-from tap_accessgov.excluded_users import ExcludedUsers, PartitionKey
-from tap_accessgov.paging import RepeatedPageTokenError, page_body
+from tap_accessgov.client import DryRunLimit
+from tap_accessgov.paging import RepeatedPageTokenError
 from tap_accessgov.prefetch import ConcurrentPartitionsStream
-from tap_accessgov.progress import DryRunLimit, ProgressReportingStream
+from tap_accessgov.progress import ProgressReportingStream
 from tap_accessgov.snapshots import SnapshotStream
 
 if t.TYPE_CHECKING:
-    import requests
     from singer_sdk import Tap
     from singer_sdk.helpers.types import Context
 
     from tap_accessgov.catalog import AppEntitlementsStream
     from tap_accessgov.client import ApiConnection
 
-# The entry's user object travels under this key from parse_response to get_records (which
-# moves it into the run's ExcludedUsers before the record reaches the SDK); never written.
-_USER = "__user__"
+Entry = dict[str, t.Any]  # an exclusion entry as the service sends it, the user inside
+User = dict[str, t.Any]
+PartitionKey = tuple[str, str]
+
+
+class ExcludedUsers:
+    """Distinct users by id, in the order they first appear (partition order, then page order),
+    and which exclusion partitions have been read in full: the run's users of the exclusion
+    pages, for the ``users`` stream."""
+
+    def __init__(self) -> None:
+        self._users: list[User] = []
+        self._ids: set[str] = set()
+        self._read: set[PartitionKey] = set()
+
+    def add(self, user: User) -> None:
+        """Keep ``user`` unless a user with its id is already kept."""
+        if (user_id := user.get("id")) and user_id not in self._ids:
+            self._ids.add(user_id)
+            self._users.append(user)
+
+    def mark_read(self, partition: PartitionKey) -> None:
+        """Every page of this (app id, entitlement id) has been read and its users added."""
+        self._read.add(partition)
+
+    def was_read(self, partition: PartitionKey) -> bool:
+        return partition in self._read
+
+    def __len__(self) -> int:
+        return len(self._users)
+
+    def since(self, start: int) -> list[User]:
+        """The users added after the first ``start`` ones."""
+        return self._users[start:]
+
+
+def _user_id(entry: Entry) -> str | None:
+    return (entry.get("user") or {}).get("id") or None
 
 
 class AutomationExclusionsStream(ConcurrentPartitionsStream):
@@ -36,15 +83,15 @@ class AutomationExclusionsStream(ConcurrentPartitionsStream):
 
     The operation declares no paging parameters, so the first request sends none; a
     non-empty ``nextPageToken`` is followed with ``page_token`` and ``page_size``.
-    The user objects of each page go to the run's ``ExcludedUsers`` (see excluded_users.py),
-    from which the ``users`` stream reads them.
+    The users of each page go to the run's ``ExcludedUsers``, from which the ``users`` stream
+    reads them.
     """
 
     name = "automation_exclusions"
     path = "/api/v1/apps/{appId}/entitlements/{appEntitlementId}/automation/exclusions"
     primary_keys = ("appId", "appEntitlementId", "userId")
     schema = schemas.AUTOMATION_EXCLUSION
-    TYPE_CONFORMANCE_LEVEL = TypeConformanceLevel.NONE  # four strings built by parse_response
+    TYPE_CONFORMANCE_LEVEL = TypeConformanceLevel.NONE  # four strings built by exclusion_record
 
     def __init__(
         self, tap: Tap, *, connection: ApiConnection, catalog: AppEntitlementsStream
@@ -93,29 +140,57 @@ class AutomationExclusionsStream(ConcurrentPartitionsStream):
         if not context:
             self.logger.info("No app entitlement to read automation exclusions of")
             return
+        yield from self.dry_run_limit.apply(self._exclusions_of(context))
+        self.excluded_users.mark_read(partition_key(context))
+
+    def _exclusions_of(self, context: Context) -> t.Iterator[dict[str, t.Any]]:
         excluded_users = self.excluded_users
-        for record in self.dry_run_limit.apply(self.partition_records(context)):
-            excluded_users.add(record.pop(_USER))
-            yield record
-        excluded_users.mark_read(partition_key(context))
+        for entry in self.partition_records(context):
+            if (record := self.exclusion_record(entry)) is not None:
+                excluded_users.add(entry["user"])
+                yield record
+
+    def exclusion_record(self, entry: Entry) -> dict[str, t.Any] | None:
+        """The record of one exclusion entry, its user reduced to ``userId``; None, with a
+        warning, for an entry without a user id (it cannot be keyed)."""
+        user_id = _user_id(entry)
+        if user_id is None:
+            # The entry may hold personal data (the user's e-mail...): name ids only.
+            self.logger.warning(
+                "Skipping an automation exclusion without a user id (app %s, app "
+                "entitlement %s, app user %s)",
+                entry.get("appId"),
+                entry.get("appEntitlementId"),
+                entry.get("appUserId"),
+            )
+            return None
+        record: dict[str, t.Any] = {
+            key: entry[key] for key in ("appId", "appEntitlementId", "appUserId") if key in entry
+        }
+        record["userId"] = user_id
+        return record
 
     @override
     def read_partition(
         self, context: Context, stopped: t.Callable[[], bool] = lambda: False
-    ) -> t.Iterator[dict[str, t.Any]]:
-        """Every exclusion of one entitlement, once.
+    ) -> t.Iterator[Entry]:
+        """The exclusion entries of one entitlement, each user once (the service's entries,
+        as the base stream's ``parse_response`` yields them).
 
         The operation declares no paging parameters, and a gateway that ignores undeclared
         query parameters answers ``page_token`` with the first page and the same token again.
-        That entitlement then keeps what was read (a repeated page adds no record twice) and
+        That entitlement then keeps what was read (a repeated page adds no entry twice) and
         the run goes on with the others, with a warning naming it.
         """
         seen: set[str] = set()
         try:
-            for record in super().read_partition(context, stopped):
-                if record["userId"] not in seen:
-                    seen.add(record["userId"])
-                    yield record
+            for entry in super().read_partition(context, stopped):
+                user_id = _user_id(entry)
+                if user_id is None:
+                    yield entry  # reported by exclusion_record, in the main thread
+                elif user_id not in seen:
+                    seen.add(user_id)
+                    yield entry
         except RepeatedPageTokenError:
             self.logger.warning(
                 "App entitlement %s of app %s: the service answered a page token with a token "
@@ -125,33 +200,6 @@ class AutomationExclusionsStream(ConcurrentPartitionsStream):
                 context["appId"],
                 len(seen),
             )
-
-    @override
-    def parse_response(self, response: requests.Response) -> list[dict[str, t.Any]]:
-        """One record per exclusion entry, the user reduced to ``userId``; the user object
-        rides along under a private key until get_records takes it."""
-        records = []
-        for entry in page_body(response).get("list") or []:
-            user = entry.get("user") or {}
-            if not user.get("id"):
-                # The entry may hold personal data (the user's e-mail...): name ids only.
-                self.logger.warning(
-                    "Skipping an automation exclusion without a user id (app %s, app "
-                    "entitlement %s, app user %s)",
-                    entry.get("appId"),
-                    entry.get("appEntitlementId"),
-                    entry.get("appUserId"),
-                )
-                continue
-            record = {
-                key: entry[key]
-                for key in ("appId", "appEntitlementId", "appUserId")
-                if key in entry
-            }
-            record["userId"] = user["id"]
-            record[_USER] = user
-            records.append(record)
-        return records
 
 
 def partition_key(context: Context | dict[str, t.Any]) -> PartitionKey:
@@ -164,7 +212,7 @@ class UsersStream(ProgressReportingStream, SnapshotStream):
     A top-level stream synced after ``automation_exclusions``: it emits the users that stream
     collected, and reads the exclusion pages not yet read in this run itself (all of them when
     ``automation_exclusions`` is not selected), through that stream's own request loop. See
-    excluded_users.py for why no user object travels in an SDK context.
+    the module's docstring for why no user object travels in an SDK context.
     """
 
     name = "users"
@@ -176,6 +224,15 @@ class UsersStream(ProgressReportingStream, SnapshotStream):
         self.exclusions = exclusions
         self.known_fields = schemas.KnownFields(self.schema, self.logger, "User")
         self.dry_run_limit = DryRunLimit(self)
+
+    @override  # type: ignore[misc]  # final in the SDK: see the docstring
+    def sync(self, context: Context | None = None) -> None:
+        """The SDK's sync (final, no hook at its end); the exclusion fetches this stream
+        drives end with it, however it ends (see AccessGovStream.sync)."""
+        try:
+            super().sync(context)
+        finally:
+            self.exclusions.stop_workers()
 
     @override
     def get_records(self, context: Context | None) -> t.Iterable[dict[str, t.Any]]:

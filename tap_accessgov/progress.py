@@ -1,5 +1,4 @@
-"""How far a sync is: the running total in words, and the one-record limit of ``--test``
-reached without the SDK's abort (which it logs as an error)."""
+"""How far a sync is: the running total of each stream in words, beside the SDK's METRIC lines."""
 
 from __future__ import annotations
 
@@ -13,35 +12,6 @@ from typing_extensions import override
 
 if t.TYPE_CHECKING:
     from types import TracebackType
-
-
-class DryRunLimit:
-    """``--test`` syncs each stream with the SDK's ``ABORT_AT_RECORD_COUNT`` (1) set, and the SDK
-    stops a stream that reaches it by raising, which it logs as "An unhandled error occurred"
-    at ERROR although the test passed. A stream that ends by itself at the limit never
-    reaches that abort."""
-
-    def __init__(self, stream: Stream) -> None:
-        self._stream = stream
-        self._emitted = 0
-
-    def apply(self, records: t.Iterable[dict[str, t.Any]]) -> t.Iterator[dict[str, t.Any]]:
-        limit = self._stream.ABORT_AT_RECORD_COUNT
-        if limit is None:
-            yield from records
-            return
-        iterator = iter(records)
-        try:
-            while self._emitted < limit:
-                try:
-                    record = next(iterator)
-                except StopIteration:
-                    return
-                self._emitted += 1
-                yield record
-        finally:
-            if isinstance(iterator, t.Generator):
-                iterator.close()
 
 
 class ProgressCounter(metrics.Counter):

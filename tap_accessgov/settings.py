@@ -3,7 +3,7 @@ schema cannot express, every problem reported as ``<setting>: <what is wrong>``.
 
 Why our own wording: ``meltano config test`` shows only the last line a plugin logs, so all
 problems go on one line, each led by the setting it is about; and a secret's value, which a
-JSON-schema message quotes, is never shown.
+JSON-schema message quotes, is never shown, nor is it in any repr of the config (``Settings``).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import ipaddress
 import typing as t
+from collections.abc import Iterator, Mapping
 from urllib.parse import urlsplit
 
 from singer_sdk import typing as th
@@ -200,6 +201,47 @@ CONFIG_SCHEMA = th.PropertiesList(
         ),
     ),
 ).to_dict()
+
+
+SECRET_SETTINGS = frozenset(
+    name for name, spec in CONFIG_SCHEMA["properties"].items() if spec.get("secret")
+)
+
+
+class RedactedStr(str):
+    """A secret setting's value: it still works as a string, but its ``repr`` hides it."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "'<redacted>'"
+
+
+class Settings(Mapping[str, t.Any]):
+    """The config as the SDK holds it, each secret setting's value (``secret: true`` in the
+    schema) read as a RedactedStr: a repr of the config, or of a copy of it (each stream's
+    config, the mapper's), in a log line or a traceback never carries the secret.
+
+    A read-only view, so the SDK's own config stays as it was given (the SDK offers no hook
+    to wrap a value, and its dict is private)."""
+
+    def __init__(self, config: Mapping[str, t.Any]) -> None:
+        self._settings = config
+
+    def __getitem__(self, name: str) -> t.Any:
+        value = self._settings[name]
+        if name in SECRET_SETTINGS and isinstance(value, str):
+            return RedactedStr(value)
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._settings)
+
+    def __len__(self) -> int:
+        return len(self._settings)
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
 
 
 def _is_loopback(host: str) -> bool:

@@ -103,7 +103,8 @@ FULL_TABLE_SNAPSHOT = th.PropertiesList(
 
 
 class FullTableSnapshotsStream(Stream):
-    """One row per full-table stream synced in full in this run; synced after all others.
+    """One row per full-table stream synced in full in this run; synced after all others
+    (the tap's ``streams`` puts it last).
 
     Written only when every stream before it succeeded (the SDK stops at the first failure),
     so its rows are the "snapshot complete" signal the models read.
@@ -113,9 +114,24 @@ class FullTableSnapshotsStream(Stream):
     primary_keys = ("stream", SNAPSHOT_AT)
     schema = FULL_TABLE_SNAPSHOT
 
-    def __init__(self, tap: Tap, *, snapshot_streams: t.Sequence[SnapshotStream]) -> None:
+    def __init__(
+        self,
+        tap: Tap,
+        *,
+        snapshot_streams: t.Sequence[SnapshotStream],
+        run_completed: t.Callable[[], None],
+    ) -> None:
         super().__init__(tap)
         self.snapshot_streams = snapshot_streams
+        self.run_completed = run_completed
+
+    @override
+    def log_sync_costs(self) -> None:
+        """Also the end of a successful run: ``sync_all`` ends by calling this for every
+        stream in sync order, this one last, selected or not, and only when no stream failed.
+        ``sync_all`` and the SDK's ``invoke`` offer no later seam (the tap's final STATE)."""
+        super().log_sync_costs()
+        self.run_completed()
 
     @override
     def get_records(self, context: Context | None) -> t.Iterable[dict[str, t.Any]]:

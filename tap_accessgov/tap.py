@@ -1,10 +1,10 @@
 """The tap: settings checked before anything runs, one authenticator, the streams in sync
-order, and the command line's additions to the SDK's (one-line failures, a final STATE)."""
+order, the run's final STATE, and the command line's additions to the SDK's (input files and
+failures in one line)."""
 
 from __future__ import annotations
 
 import copy
-import sys
 import typing as t
 from functools import cached_property
 
@@ -19,12 +19,10 @@ from tap_accessgov import cli, settings
 from tap_accessgov.auth import (
     AccessGovAuthenticator,
     ClientId,
-    RedactedStr,
     parse_client_id,
     parse_client_secret,
 )
 from tap_accessgov.catalog import AppEntitlementsStream, AppsStream
-from tap_accessgov.client import AccessGovStream
 from tap_accessgov.exclusions import AutomationExclusionsStream, UsersStream
 from tap_accessgov.grant_feed import GrantFeedStream
 from tap_accessgov.output import OutputWriter
@@ -64,11 +62,12 @@ class TapAccessGov(Tap):
             raise ConfigValidationError(
                 "Config validation failed", errors=problems, schema=self.config_jsonschema
             )
-        if isinstance(secret := self.config.get("client_secret"), str):
-            # The SDK keeps the config in a private dict behind a read-only view and offers no
-            # hook to wrap a value (singer-sdk 0.54): this one write keeps the secret out of
-            # any repr of the config (log lines, tracebacks).
-            self._config["client_secret"] = RedactedStr(secret)
+
+    @cached_property
+    @override
+    def config(self) -> t.Mapping[str, t.Any]:
+        """The SDK's read-only config, the secret's value hidden from any repr (settings.py)."""
+        return settings.Settings(super().config)
 
     @classmethod
     def settings_schema(cls) -> dict[str, t.Any]:
@@ -88,35 +87,21 @@ class TapAccessGov(Tap):
         state: t.IO[str] | None = None,
         catalog: t.IO[str] | None = None,
     ) -> None:
-        """The SDK's ``Tap.invoke`` (singer-sdk 0.54), plus: input files that are not JSON
-        objects fail in one line, and a successful run ends with a STATE message holding the
-        whole state. The SDK writes a STATE only when it changed, so a run with nothing new
-        ended on a RECORD and a target that echoes the last STATE it saw (target-jsonl) wrote
-        no state at all. ``sync_all`` is final and the SDK's ``invoke`` does not hand the tap
-        back, hence this copy of its few lines."""
-        if about:
-            cls.print_about(about_format)
-            sys.exit(0)
+        """The SDK's run, plus: ``--state`` and ``--catalog`` files that are not JSON objects
+        fail in one line naming the file (the SDK prints a traceback), and so does every
+        failure the tap explains (cli.py). The files are read here once and handed on as the
+        SDK reads them; the final STATE is the run's own (``run_completed``)."""
         with cli.failing_in_one_line(cls.logger):
-            cls.print_version(print_fn=cls.logger.info)
-            tap = cls(
-                config=config.config if config is not None else {},
-                state=None
-                if state is None
-                else cli.read_json_object(state.read(), "state", state.name),
-                catalog=None
-                if catalog is None
-                else cli.read_json_object(catalog.read(), "catalog", catalog.name),
-                parse_env_config=config.parse_env if config is not None else False,
-                validate_config=True,
+            if not about:
+                state = cli.checked_json_file(state, "state")
+                catalog = cli.checked_json_file(catalog, "catalog")
+            super().invoke(
+                about=about,
+                about_format=about_format,
+                config=config,
+                state=state,
+                catalog=catalog,
             )
-            try:
-                tap.sync_all()
-            finally:
-                tap.stop_workers()
-                if summary := tap.request_budget.summary():
-                    tap.logger.info(summary)
-            tap.write_message(StateMessage(value=tap.state))
 
     @classmethod
     @override
@@ -146,11 +131,16 @@ class TapAccessGov(Tap):
                     )
                 raise
 
-    def stop_workers(self) -> None:
-        """Stop background fetches (a failed or interrupted run must not wait for them)."""
-        for stream in self.streams.values():
-            if isinstance(stream, AccessGovStream):
-                stream.stop_workers()
+    def run_completed(self) -> None:
+        """The end of a successful run (see FullTableSnapshotsStream.log_sync_costs): a STATE
+        holding the whole state, and how often the service asked the tap to slow down.
+
+        The SDK writes a STATE only when the state changed, so a run with nothing new ended
+        on a RECORD, and a target that echoes the last STATE it saw (target-jsonl) wrote no
+        state at all."""
+        if summary := self.request_budget.summary():
+            self.logger.info(summary)
+        self.write_message(StateMessage(value=self.state))
 
     @cached_property
     def client_id(self) -> ClientId:
@@ -175,14 +165,15 @@ class TapAccessGov(Tap):
     @property
     @override
     def streams(self) -> dict[str, Stream]:
-        """The SDK's streams in its order (by name, ``load_streams`` is final), except that
-        ``full_table_snapshots`` comes last: ``sync_all`` syncs them in this order."""
-        return dict(
-            sorted(
-                super().streams.items(),
-                key=lambda item: isinstance(item[1], FullTableSnapshotsStream),
-            )
-        )
+        """The SDK's streams, in its dict (built once and kept by the SDK), in the order
+        ``sync_all`` syncs them: by name (``load_streams`` is final and sorts them), except
+        ``full_table_snapshots``, moved to the end of that same dict the first time: it says
+        which full-table streams were synced in full, so it comes after all of them."""
+        streams = super().streams
+        last = FullTableSnapshotsStream.name
+        if last in streams and next(reversed(streams)) != last:
+            streams[last] = streams.pop(last)
+        return streams
 
     @cached_property
     def request_budget(self) -> RequestBudget:
@@ -194,19 +185,24 @@ class TapAccessGov(Tap):
         """The streams and what each reads from another. The SDK syncs them by name (see
         ``streams``), so none relies on another having synced first: ``app_entitlements``
         reads the apps, the exclusions the entitlements, ``users`` the exclusions, each on
-        demand and once per run; only ``full_table_snapshots`` must come last."""
+        demand and once per run; only ``full_table_snapshots`` must come last. Each stream
+        that starts worker threads ends them when its sync ends (client.py)."""
         apps = AppsStream(self, connection=self)
         app_entitlements = AppEntitlementsStream(self, connection=self, apps=apps)
         exclusions = AutomationExclusionsStream(self, connection=self, catalog=app_entitlements)
-        streams: list[Stream] = [
+        streams: list[SnapshotStream] = [
             GrantFeedStream(self, connection=self),
             apps,
             app_entitlements,
             exclusions,
             UsersStream(self, exclusions=exclusions),
         ]
-        snapshot_streams = [s for s in streams if isinstance(s, SnapshotStream)]
-        return [*streams, FullTableSnapshotsStream(self, snapshot_streams=snapshot_streams)]
+        return [
+            *streams,
+            FullTableSnapshotsStream(
+                self, snapshot_streams=streams, run_completed=self.run_completed
+            ),
+        ]
 
 
 # The streams' classes, for what needs their names without a tap (``--test``'s success line).

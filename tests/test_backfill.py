@@ -5,6 +5,8 @@ and a limit of requests in flight."""
 from __future__ import annotations
 
 import collections
+import contextlib
+import io
 import json
 import logging
 import signal
@@ -20,6 +22,7 @@ import requests
 
 from emulator import Dataset, Emulator
 from tap_accessgov.grant_feed_windows import Backfill, Window, cut
+from tap_accessgov.output import OutputClosedError
 from tap_accessgov.request_budget import RequestBudget, SyncStopped
 from tap_accessgov.tap import TapAccessGov
 from tests.conftest import (
@@ -322,6 +325,54 @@ def test_no_worker_thread_outlives_a_sync(skewed: Emulator) -> None:
     sync(config, tap=tap)
     assert len(workers) > 1, "the windows were read by worker threads"
     assert not [thread for thread in workers if thread.is_alive()]
+
+
+class _ClosingOutput(io.RawIOBase):
+    """A loader that stops reading after ``messages`` writes: the next raises BrokenPipeError,
+    as a closed pipe does (the tap writes each message, or batch of records, in one call)."""
+
+    def __init__(self, messages: int) -> None:
+        self.left = messages
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: t.Any) -> int:
+        if self.left <= 0:
+            raise BrokenPipeError
+        self.left -= 1
+        return len(data)
+
+
+@pytest.mark.parametrize(
+    ("stream", "selected"),
+    [("grant_feed", {"grant_feed": None}), ("automation_exclusions", {"users": None})],
+    ids=["grant-feed-windows", "exclusions-driven-by-users"],
+)
+def test_no_worker_thread_outlives_a_sync_that_fails_outside_its_records(
+    stream: str, selected: dict[str, None]
+) -> None:
+    """The output closes while a stream's workers fetch ahead: the failure is raised by the
+    SDK's writer, outside the stream's records generator, which stays suspended in the
+    traceback; the workers must still end with the sync (here the users stream drives the
+    exclusions' fetches)."""
+    dataset = Dataset(**SKEWED)
+    with Emulator(dataset, credential=CREDENTIAL, latency=0.05) as emulator:
+        config = {**feed_config(emulator), "max_concurrency": 8, "page_size": 10}
+        config.pop("exclusion_entitlements")
+        tap = TapAccessGov(
+            config=config, catalog=catalog_selecting(config, selected), parse_env_config=False
+        )
+        workers: set[threading.Thread] = set()
+        tap.streams[stream].requests_session.hooks["response"].append(  # type: ignore[attr-defined]
+            lambda response, *args, **kwargs: workers.add(threading.current_thread())
+        )
+        out = io.TextIOWrapper(io.BufferedWriter(_ClosingOutput(8), buffer_size=1))
+        with contextlib.redirect_stdout(out), pytest.raises(OutputClosedError) as failed:
+            tap.sync_all()
+        assert failed.traceback, "the failure (and the suspended generator) is still referenced"
+        assert [thread for thread in workers if thread is not threading.main_thread()]
+        assert not [thread.name for thread in workers if thread.is_alive()]
 
 
 @pytest.mark.cli

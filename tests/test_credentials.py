@@ -173,3 +173,18 @@ def test_the_tap_config_does_not_show_the_secret() -> None:
     assert key not in str(dict(tap.config))
     assert key not in repr(tap.authenticator)
     assert tap.config["client_secret"] == CREDENTIAL.client_secret  # still usable
+
+
+def test_the_tap_leaves_the_given_config_as_it_was() -> None:
+    """The secret is hidden by a read-only view: neither the caller's dict nor the SDK's copy
+    of it is written to (the SDK keeps the dict it is given)."""
+    from tap_accessgov.tap import TapAccessGov
+
+    config = {"client_id": CREDENTIAL.client_id, "client_secret": CREDENTIAL.client_secret}
+    tap = TapAccessGov(config=config, parse_env_config=False)
+    assert type(config["client_secret"]) is str
+    assert repr(config["client_secret"]) == repr(CREDENTIAL.client_secret)
+    key = CREDENTIAL.client_secret.rsplit(":", 1)[1]
+    stream_config = tap.streams["grant_feed"].config
+    assert key not in repr(stream_config)
+    assert stream_config["client_secret"] == CREDENTIAL.client_secret

@@ -180,3 +180,13 @@ def test_the_dbt_project_writes_each_long_description_once() -> None:
     assert len(texts) > 50
     repeated = {text for text in texts if len(text) >= 60 and texts.count(text) > 1}
     assert repeated == set()
+
+
+def test_the_sdk_is_not_pinned_below_its_next_release() -> None:
+    """The package uses no SDK private, so nothing holds it below the next singer-sdk: the
+    requirement has a lower bound only (the lock file says which release is tested)."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    sdk = [req for req in project["dependencies"] if req.startswith("singer-sdk")]
+    assert sdk == ["singer-sdk[msgspec]>=0.54.2"]

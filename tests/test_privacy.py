@@ -92,8 +92,11 @@ def test_an_exclusion_without_a_user_id_is_reported_by_its_ids_only(
     response.status_code = 200
     response._content = json.dumps({"list": [entry]}).encode()
     tap = TapAccessGov(config=tap_config(shared_emulator()), parse_env_config=False)
+    exclusions = tap.streams["automation_exclusions"]
     with caplog.at_level(logging.DEBUG):
-        assert tap.streams["automation_exclusions"].parse_response(response) == []
+        entries = list(exclusions.parse_response(response))
+        assert entries == [entry], "the request loop yields the service's entries"
+        assert exclusions.exclusion_record(entry) is None  # type: ignore[attr-defined]
     messages = [r.getMessage() for r in caplog.records]
     assert messages == [
         "Skipping an automation exclusion without a user id (app a1, app entitlement e1, "

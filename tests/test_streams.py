@@ -133,6 +133,56 @@ def test_users_are_the_distinct_excluded_users_verbatim(full_sync: SyncResult) -
     assert any(u.get("emailSources") for u in users)
 
 
+def test_the_exclusions_request_loop_yields_the_service_entries_unchanged() -> None:
+    """No private key travels inside a record: the request loop yields the service's
+    exclusion entries as they are (the user inside), and the stream turns each into its
+    record and its user in one place."""
+    emulator = shared_emulator()
+    dataset = emulator.dataset
+    tap = TapAccessGov(config=tap_config(emulator), parse_env_config=False)
+    exclusions = tap.streams["automation_exclusions"]
+    app_id, entitlement_id = max(
+        dataset.exclusion_entitlements, key=lambda key: len(dataset.exclusion_entries(*key))
+    )
+    context = {"appId": app_id, "appEntitlementId": entitlement_id}
+    entries = list(exclusions.request_records(context))
+    assert entries == dataset.exclusion_entries(app_id, entitlement_id)
+    records = list(exclusions.get_records(context))
+    assert all(
+        set(record) == set(PRIMARY_KEYS["automation_exclusions"]) | {"appUserId"}
+        for record in records
+    )
+    assert [r["userId"] for r in records] == [e["user"]["id"] for e in entries]
+
+
+@pytest.mark.parametrize(
+    "selected", [None, {"grant_feed": None}], ids=["all-streams", "full-table-snapshots-deselected"]
+)
+def test_a_run_with_nothing_new_ends_with_the_whole_state(
+    full_sync: SyncResult, selected: dict[str, None] | None
+) -> None:
+    """The run itself (not only the command line) ends with a STATE holding the whole state,
+    also when full_table_snapshots, the stream that ends the run, is not selected: the SDK
+    writes a STATE only when it changed, and a run with nothing new would end on a RECORD."""
+    config = tap_config(shared_emulator())
+    catalog = None if selected is None else catalog_selecting(config, selected)
+    result = sync(config, state=full_sync.state, catalog=catalog)
+    assert result.records["grant_feed"], "the bookmark instant is re-read"
+    last = result.messages[-1]
+    assert last["type"] == "STATE"
+    assert last["value"]["bookmarks"]["grant_feed"] == full_sync.state["bookmarks"]["grant_feed"]
+
+
+def test_the_streams_are_kept_once_in_sync_order() -> None:
+    """The SDK's own dict, in the order sync_all syncs it: by name, full_table_snapshots last."""
+    tap = TapAccessGov(config=tap_config(shared_emulator()), parse_env_config=False)
+    assert tap.streams is tap.streams
+    assert list(tap.streams) == [
+        *sorted(name for name in tap.streams if name != "full_table_snapshots"),
+        "full_table_snapshots",
+    ]
+
+
 def test_feed_state_is_the_latest_date(full_sync: SyncResult) -> None:
     bookmark = full_sync.state["bookmarks"]["grant_feed"]
     latest = max(full_sync.records["grant_feed"], key=lambda r: ns(r["date"]))
