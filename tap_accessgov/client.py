@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 import typing as t
+from functools import cached_property
 
 import requests
 from singer_sdk.exceptions import FatalAPIError, RetriableAPIError
@@ -95,7 +96,35 @@ class DryRunLimit:
                 iterator.close()
 
 
-class AccessGovStream(RESTStream[str | None], ProgressReportingStream, SnapshotStream):
+class TapStream(ProgressReportingStream, SnapshotStream):
+    """What every stream of the tap shares, whether it calls the API or not (``users`` reads
+    the exclusions' pages): progress lines, full-table snapshots, ``--test``'s one-record
+    limit, and worker threads that end with the sync that started them."""
+
+    @cached_property
+    def dry_run_limit(self) -> DryRunLimit:
+        """This stream's ``--test`` limit; each stream's ``get_records`` applies it."""
+        return DryRunLimit(self)
+
+    @override  # type: ignore[misc]  # final in the SDK: see the docstring
+    def sync(self, context: Context | None = None) -> None:
+        """The SDK's sync; however it ends, the worker threads this stream drives end with it.
+
+        The SDK marks ``sync`` final and has no hook at its end: a failure outside
+        ``get_records`` (a stream map, a closed output) leaves the records generator suspended
+        in the traceback, and its workers would go on fetching (and retrying) after the run.
+        This is the one override of it.
+        """
+        try:
+            super().sync(context)
+        finally:
+            self.stop_workers()
+
+    def stop_workers(self) -> None:
+        """End the worker threads this stream drives, if any (a failed run must not wait)."""
+
+
+class AccessGovStream(RESTStream[str | None], TapStream):
     """Base stream for the service's API.
 
     Per-record costs left in a profile of a 50k-event grant_feed sync are the SDK's (0.54.9),
@@ -115,7 +144,6 @@ class AccessGovStream(RESTStream[str | None], ProgressReportingStream, SnapshotS
         # the client id is valid.
         session = self.requests_session
         session.verify = session.merge_environment_settings("", {}, None, None, None)["verify"]
-        self.dry_run_limit = DryRunLimit(self)
         # Set while this stream's sync is stopping (failed, interrupted, output closed): its
         # worker threads' requests and retry waits end at once (see request_budget.py).
         self.stopping = threading.Event()
@@ -123,22 +151,6 @@ class AccessGovStream(RESTStream[str | None], ProgressReportingStream, SnapshotS
     @override
     def get_records(self, context: Context | None) -> t.Iterable[dict[str, t.Any]]:
         return self.dry_run_limit.apply(super().get_records(context))
-
-    @override  # type: ignore[misc]  # final in the SDK: see the docstring
-    def sync(self, context: Context | None = None) -> None:
-        """The SDK's sync; however it ends, this stream's worker threads end with it.
-
-        The SDK marks ``sync`` final and has no hook at its end: a failure outside
-        ``get_records`` (a stream map, a closed output) leaves the records generator suspended
-        in the traceback, and its workers would go on fetching (and retrying) after the run.
-        """
-        try:
-            super().sync(context)
-        finally:
-            self.stop_workers()
-
-    def stop_workers(self) -> None:
-        """End this stream's worker threads, if it has any (a failed run must not wait)."""
 
     @property
     @override

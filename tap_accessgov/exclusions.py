@@ -23,11 +23,9 @@ from singer_sdk.helpers.conform import TypeConformanceLevel
 from typing_extensions import override
 
 from tap_accessgov import schemas
-from tap_accessgov.client import DryRunLimit
+from tap_accessgov.client import TapStream
 from tap_accessgov.paging import RepeatedPageTokenError
 from tap_accessgov.prefetch import ConcurrentPartitionsStream
-from tap_accessgov.progress import ProgressReportingStream
-from tap_accessgov.snapshots import SnapshotStream
 
 if t.TYPE_CHECKING:
     from singer_sdk import Tap
@@ -206,7 +204,7 @@ def partition_key(context: Context | dict[str, t.Any]) -> PartitionKey:
     return (context["appId"], context["appEntitlementId"])
 
 
-class UsersStream(ProgressReportingStream, SnapshotStream):
+class UsersStream(TapStream):
     """Users found in automation exclusions, one record per user id per run.
 
     A top-level stream synced after ``automation_exclusions``: it emits the users that stream
@@ -223,16 +221,11 @@ class UsersStream(ProgressReportingStream, SnapshotStream):
         super().__init__(tap)
         self.exclusions = exclusions
         self.known_fields = schemas.KnownFields(self.schema, self.logger, "User")
-        self.dry_run_limit = DryRunLimit(self)
 
-    @override  # type: ignore[misc]  # final in the SDK: see the docstring
-    def sync(self, context: Context | None = None) -> None:
-        """The SDK's sync (final, no hook at its end); the exclusion fetches this stream
-        drives end with it, however it ends (see AccessGovStream.sync)."""
-        try:
-            super().sync(context)
-        finally:
-            self.exclusions.stop_workers()
+    @override
+    def stop_workers(self) -> None:
+        """The exclusion fetches this stream drives end with its sync (see TapStream.sync)."""
+        self.exclusions.stop_workers()
 
     @override
     def get_records(self, context: Context | None) -> t.Iterable[dict[str, t.Any]]:
