@@ -190,3 +190,22 @@ def test_the_sdk_is_not_pinned_below_its_next_release() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     sdk = [req for req in project["dependencies"] if req.startswith("singer-sdk")]
     assert sdk == ["singer-sdk[msgspec]>=0.54.2"]
+
+
+def test_the_layout_maps_name_every_module_there_is() -> None:
+    """The README's map of the package and the emulator's README table name each module once,
+    and no module that is gone: a reader finds each concern where the map says."""
+    readme = (ROOT / "README.md").read_text()
+    block = readme[readme.index("tap_accessgov/   one module per concern:") :]
+    block = block[: block.index("\nemulator/")]
+    mapped = {
+        "tap_accessgov": re.findall(r"^  (\w+\.py) ", block, flags=re.M),
+        "emulator": re.findall(
+            r"^\| `(\w+\.py)` \|", (ROOT / "emulator" / "README.md").read_text(), flags=re.M
+        ),
+    }
+    for package, names in mapped.items():
+        modules = sorted(
+            path.name for path in (ROOT / package).glob("*.py") if not path.name.startswith("__")
+        )
+        assert sorted(names) == modules, package
