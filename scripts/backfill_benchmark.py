@@ -25,7 +25,7 @@ import subprocess
 import time
 import typing as t
 
-import benchmark as bench
+import bench_runs as bench
 from support import EmulatorProcess, Warehouse
 
 if t.TYPE_CHECKING:

@@ -28,7 +28,7 @@ import time
 import typing as t
 from pathlib import Path
 
-from benchmark import start_emulator
+from bench_runs import start_emulator
 from support import BIN, ROOT, TAP, EmulatorProcess, Warehouse
 
 TARGET = ROOT / ".meltano/loaders/target-postgres/venv/bin/target-postgres"

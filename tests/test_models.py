@@ -282,6 +282,18 @@ def test_models_on_duckdb_equal_the_emulators_truth(
     compare(query, truth(ds, as_of, unknown_apps=frozenset({gone})))
 
 
+def dbt_duckdb_env(tmp_path: Path, jsonl: Path, database: Path) -> dict[str, str]:
+    """dbt-duckdb over hand-written JSONL files (no tap run): what the staging tests build."""
+    return {
+        **os.environ,
+        "MELTANO_SEND_ANONYMOUS_USAGE_STATS": "false",
+        "MELTANO_DATABASE_URI": f"sqlite:///{tmp_path / 'meltano.db'}",
+        "DBT_DUCKDB_JSONL_DIR": str(jsonl),
+        "DBT_DUCKDB_DATABASE_PATH": str(database),
+        "DBT_DUCKDB_SCHEMA": "access",
+    }
+
+
 @pytest.mark.parametrize("emit_unpopulated", [False, True], ids=["omitted", "emitted"])
 def test_models_on_postgres_equal_the_emulators_truth(
     meltano_plugins: None, e2e_emulator: Emulator, postgres, tmp_path: Path, emit_unpopulated: bool
@@ -327,14 +339,7 @@ def test_the_catalog_reads_on_duckdb_when_the_service_omits_a_field_in_every_row
             for stream in ("apps", "app_entitlements")
         )
     )
-    env = {
-        **os.environ,
-        "MELTANO_SEND_ANONYMOUS_USAGE_STATS": "false",
-        "MELTANO_DATABASE_URI": f"sqlite:///{tmp_path / 'meltano.db'}",
-        "DBT_DUCKDB_JSONL_DIR": str(jsonl),
-        "DBT_DUCKDB_DATABASE_PATH": str(database),
-        "DBT_DUCKDB_SCHEMA": "access",
-    }
+    env = dbt_duckdb_env(tmp_path, jsonl, database)
     meltano("invoke", "dbt-duckdb", "run", "--select", "stg_apps", "stg_app_entitlements", env=env)
     with duckdb.connect(str(database), read_only=True) as db:
         assert db.execute(
@@ -389,14 +394,7 @@ def test_staging_reads_unset_fields_as_null_and_the_latest_copy_on_duckdb(
     }
     for stream, lines in rows.items():
         (jsonl / f"{stream}.jsonl").write_text("".join(line + "\n" for line in lines))
-    env = {
-        **os.environ,
-        "MELTANO_SEND_ANONYMOUS_USAGE_STATS": "false",
-        "MELTANO_DATABASE_URI": f"sqlite:///{tmp_path / 'meltano.db'}",
-        "DBT_DUCKDB_JSONL_DIR": str(jsonl),
-        "DBT_DUCKDB_DATABASE_PATH": str(database),
-        "DBT_DUCKDB_SCHEMA": "access",
-    }
+    env = dbt_duckdb_env(tmp_path, jsonl, database)
     meltano("invoke", "dbt-duckdb", "run", "--select", "staging", env=env)
     with duckdb.connect(str(database), read_only=True) as db:
 

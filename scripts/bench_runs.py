@@ -1,0 +1,187 @@
+"""How a benchmark side is run and timed, shared by scripts/benchmark.py and its sections
+(backfill_benchmark.py, benchmark_snapshots.py): an emulator with the listed exclusion
+entitlements every section measured with, the tap with a catalog of one stream, the baseline
+client, a command timed as a whole process, and Meltano runs with the peak RSS of its children.
+
+Peak RSS under Meltano: Meltano starts the tap and the target as its own children, so
+``os.wait4`` on Meltano would report only the largest process of the tree. A thread polls
+``/proc/<pid>/status`` of Meltano's children every 20 ms and keeps each one's ``VmHWM`` (the
+kernel's peak resident set, the figure ``ru_maxrss`` reports); it can only miss growth in a
+process's last 20 ms.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import typing as t
+from pathlib import Path
+
+from support import BIN, ROOT, TAP, EmulatorProcess, emulator_environment_env
+
+RAW_LOOP = Path(__file__).resolve().parent / "raw_loop.py"  # the baseline client
+
+
+def start_emulator(workdir: Path, name: str, *options: str) -> EmulatorProcess:
+    """An emulator process whose tap config lists the tenant's exclusion entitlements, as every
+    section measured it: a run that reads the exclusions needs no catalog read first (the
+    discovery section drops the list to measure that read)."""
+    return EmulatorProcess(workdir, name, *options, list_exclusion_entitlements=True)
+
+
+def raw_loop(config_path: Path, *options: str) -> list[str]:
+    """The command of the baseline client (scripts/raw_loop.py) for a tap config."""
+    return [sys.executable, str(RAW_LOOP), str(config_path), *options]
+
+
+def catalog_for(config_path: Path, stream: str, workdir: Path) -> Path:
+    """The tap's own discovered catalog with only ``stream`` selected."""
+    catalog = json.loads(
+        subprocess.run(
+            [str(TAP), "--config", str(config_path), "--discover"],
+            capture_output=True,
+            check=True,
+            text=True,
+        ).stdout
+    )
+    for entry in catalog["streams"]:
+        for item in entry["metadata"]:
+            if not item["breadcrumb"]:
+                item["metadata"]["selected"] = entry["tap_stream_id"] == stream
+    path = workdir / f"catalog-{stream}.json"
+    path.write_text(json.dumps(catalog))
+    return path
+
+
+def run(command: list[str]) -> tuple[float, int]:
+    """Wall seconds and peak RSS (MB) of one child process, output to /dev/null."""
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT
+    )
+    _, status, usage = os.wait4(process.pid, 0)
+    elapsed = time.perf_counter() - started
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit(f"failed: {' '.join(command)}")
+    return elapsed, usage.ru_maxrss // 1024
+
+
+def tap_command(config_path: Path, catalog: Path) -> list[str]:
+    return [str(TAP), "--config", str(config_path), "--catalog", str(catalog)]
+
+
+def with_settings(emulator: EmulatorProcess, workdir: Path, name: str, **settings: t.Any) -> Path:
+    path = workdir / f"{name}-config.json"
+    path.write_text(json.dumps({**emulator.config, **settings}))
+    return path
+
+
+def meltano_env(emulator: EmulatorProcess, schema: str, workdir: Path) -> dict[str, str]:
+    """What a user exports (the secret) plus what differs in a benchmark run: the emulator's
+    free port, grant_feed only (the raw loop reads only the feed), a schema of our own."""
+    return {
+        **os.environ,
+        **emulator_environment_env(emulator),
+        "TAP_ACCESSGOV__SELECT": '["grant_feed.*"]',
+        "TARGET_POSTGRES_DEFAULT_TARGET_SCHEMA": schema,
+        "MELTANO_DATABASE_URI": f"sqlite:///{workdir / 'meltano.db'}",
+        "MELTANO_SEND_ANONYMOUS_USAGE_STATS": "false",
+    }
+
+
+def meltano_run(env: dict[str, str], log: Path) -> tuple[float, dict[str, int]]:
+    """Wall seconds of ``meltano run tap-accessgov target-postgres`` and the peak RSS (MB)
+    of its tap and target."""
+    command = [
+        str(BIN / "meltano"),
+        "--environment",
+        "emulator",
+        "run",
+        "--full-refresh",
+        "tap-accessgov",
+        "target-postgres",
+    ]
+    started = time.perf_counter()
+    with log.open("w") as output:
+        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=output, stderr=output)
+        rss = PeakRss(process.pid)
+        status = process.wait()
+    elapsed = time.perf_counter() - started
+    peak = rss.stop()
+    print(f"    (meltano run {elapsed:.1f} s, peak RSS {peak})", file=sys.stderr, flush=True)
+    if status != 0:
+        sys.exit(f"meltano run failed ({status}); its log: {log}\n{log.read_text()[-3000:]}")
+    return elapsed, peak
+
+
+def install_plugins() -> None:
+    """The plugins of meltano.yml, as a user's `meltano install` lays them out (quick when
+    they are already there): a fresh checkout has none."""
+    subprocess.run(
+        [str(BIN / "meltano"), "install"],
+        cwd=ROOT,
+        env={**os.environ, "MELTANO_SEND_ANONYMOUS_USAGE_STATS": "false"},
+        check=True,
+        capture_output=True,
+    )
+
+
+class PeakRss:
+    """Peak RSS (MB) of the tap and the target that a Meltano process starts, from /proc."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.peak: dict[str, int] = {"tap": 0, "target": 0}
+        self._names: dict[int, str] = {}
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._thread.start()
+
+    def _children(self, pid: int) -> list[int]:
+        try:
+            text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+        except OSError:
+            return []
+        return [int(child) for child in text.split()]
+
+    def _role(self, pid: int) -> str | None:
+        """tap, target or None, from the command line. Only a tap or target is remembered:
+        a child is Meltano's fork (Meltano's command line) until it has exec'd the plugin."""
+        if pid in self._names:
+            return self._names[pid]
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            return None
+        program = " ".join(part.decode(errors="replace") for part in argv[:2])
+        if "tap-accessgov" in program:
+            self._names[pid] = "tap"
+        elif "target-postgres" in program:
+            self._names[pid] = "target"
+        return self._names.get(pid)
+
+    def _poll(self) -> None:
+        while not self._done.wait(0.02):
+            pending = self._children(self.pid)
+            while pending:
+                pid = pending.pop()
+                pending.extend(self._children(pid))
+                if (role := self._role(pid)) is None:
+                    continue
+                try:
+                    status = Path(f"/proc/{pid}/status").read_text()
+                except OSError:
+                    continue
+                for line in status.splitlines():
+                    if line.startswith("VmHWM:"):
+                        kb = int(line.split()[1])
+                        self.peak[role] = max(self.peak[role], kb // 1024)
+
+    def stop(self) -> dict[str, int]:
+        self._done.set()
+        self._thread.join()
+        return self.peak
