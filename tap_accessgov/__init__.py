@@ -1,1 +1,1 @@
-"""Singer tap for an access-governance service (grant feed, automation exclusions, users)."""
+"""Singer tap for an access-governance service (grant feed, apps and app entitlements, automation exclusions, users)."""

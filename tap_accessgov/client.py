@@ -1,12 +1,11 @@
-"""The base stream: address, shared authenticator, the request path (each attempt inside the
-run's request budget, retried through the SDK's backoff hooks, answering a parsed page) and the
-service's error answers.
+"""The base streams: what every stream of the tap shares (``TapStream``: progress lines,
+snapshots, ``--test``'s one-record limit, worker threads that end with the sync that started
+them), and what every endpoint of the service shares (``AccessGovStream``: address, shared
+authenticator, the request path, each attempt inside the run's request budget, retried through
+the SDK's backoff hooks, answering a parsed page, and the service's error answers).
 
-What every endpoint of the service shares lives here; the retry policy itself is retries.py,
-what a page is and how it pages paging.py; ``grant_feed.py``, ``catalog.py`` and
-``exclusions.py`` only say what differs per endpoint. So does the record flow every stream
-shares: ``--test``'s one-record limit (DryRunLimit), and worker threads that end with the sync
-that started them.
+The retry policy itself is retries.py, what a page is and how it pages paging.py;
+``grant_feed.py``, ``catalog.py`` and ``exclusions.py`` only say what differs per endpoint.
 """
 
 from __future__ import annotations
