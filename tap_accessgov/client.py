@@ -147,10 +147,6 @@ class AccessGovStream(RESTStream[str | None], TapStream):
         # worker threads' requests and retry waits end at once (see request_budget.py).
         self.stopping = threading.Event()
 
-    @override
-    def get_records(self, context: Context | None) -> t.Iterable[dict[str, t.Any]]:
-        return self.dry_run_limit.apply(super().get_records(context))
-
     @property
     @override
     def url_base(self) -> str:

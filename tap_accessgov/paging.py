@@ -56,14 +56,13 @@ class Page:
 
 
 def page_body(page: Page | requests.Response) -> dict[str, t.Any]:
-    """The JSON object of a page, as the SDK's hooks (typed for a response) receive it.
-
-    From the request path that is a Page, read as parsed. A bare response (a caller outside
-    the request path) is parsed here, each time it is asked.
-    """
-    if isinstance(page, Page):
-        return page.body
-    return Page.read(page).body
+    """The JSON object of the Page the request path handed to an SDK hook (typed for a
+    response). A bare response is refused rather than parsed again: every hook that reads a
+    page gets the Page, so a response here is a caller outside the request path."""
+    if not isinstance(page, Page):
+        msg = "expected the Page the request path answers (parsed once), got a bare response"
+        raise TypeError(msg)
+    return page.body
 
 
 class RepeatedPageTokenError(FatalAPIError):

@@ -20,12 +20,17 @@ from tap_accessgov.tap import TapAccessGov
 from tests.conftest import sync, tap_config
 
 
-def page(body: object, raw: bytes | None = None) -> requests.Response:
-    response = requests.Response()
-    response.status_code = 200
-    response._content = raw if raw is not None else json.dumps(body).encode()
-    response.request = requests.Request("POST", "http://127.0.0.1/api/v1/grants/feed").prepare()
-    return response
+def response(body: object, raw: bytes | None = None) -> requests.Response:
+    answer = requests.Response()
+    answer.status_code = 200
+    answer._content = raw if raw is not None else json.dumps(body).encode()
+    answer.request = requests.Request("POST", "http://127.0.0.1/api/v1/grants/feed").prepare()
+    return answer
+
+
+def page(body: object) -> Page:
+    """A page as the request path hands it to the hooks: the answer, parsed once."""
+    return Page.read(response(body))
 
 
 @pytest.mark.parametrize(
@@ -59,14 +64,14 @@ def test_a_body_that_is_not_a_json_object_is_retriable(raw: bytes) -> None:
     with pytest.raises(
         MalformedPageError, match="POST /api/v1/grants/feed answered 200 with a body"
     ):
-        page_body(page(None, raw=raw))
+        Page.read(response(None, raw=raw))
 
 
 def test_the_hooks_read_the_page_they_are_handed() -> None:
     """parse_response and the paginator read the Page the request path parsed, not the
     response's bytes again (nor anything kept elsewhere about that response)."""
-    response = page(None, raw=b"not what the hooks read")
-    parsed = Page(response, {"list": [{"id": "a"}], "nextPageToken": "t1"})
+    answer = response(None, raw=b"not what the hooks read")
+    parsed = Page(answer, {"list": [{"id": "a"}], "nextPageToken": "t1"})
     assert page_body(parsed) is parsed.body
     paginator = NextPageTokenPaginator()
     assert paginator.continue_if_empty(parsed)

@@ -14,6 +14,7 @@ import pytest
 import requests
 
 from emulator import Emulator
+from tap_accessgov.paging import Page
 from tap_accessgov.tap import TapAccessGov
 from tests.conftest import config_file, run_cli, shared_emulator, tap_config
 
@@ -94,7 +95,7 @@ def test_an_exclusion_without_a_user_id_is_reported_by_its_ids_only(
     tap = TapAccessGov(config=tap_config(shared_emulator()), parse_env_config=False)
     exclusions = tap.streams["automation_exclusions"]
     with caplog.at_level(logging.DEBUG):
-        entries = list(exclusions.parse_response(response))
+        entries = list(exclusions.parse_response(Page.read(response)))
         assert entries == [entry], "the request loop yields the service's entries"
         assert exclusions.exclusion_record(entry) is None  # type: ignore[attr-defined]
     messages = [r.getMessage() for r in caplog.records]

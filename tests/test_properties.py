@@ -13,12 +13,12 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tap_accessgov.auth import CredentialError, parse_client_id, parse_client_secret
+from tap_accessgov.paging import Page
 from tap_accessgov.tap import TapAccessGov
 from tap_accessgov.timestamps import normalize_timestamp
 from tests.conftest import CREDENTIAL, ns
 
-# The credential parsing's own wording (its messages are written there): credentials.py until
-# it joined the authenticator in auth.py.
+# The credential parsing's own wording: every message of it is written in these three.
 CREDENTIALS_SOURCE = "".join(
     inspect.getsource(part) for part in (CredentialError, parse_client_id, parse_client_secret)
 )
@@ -157,7 +157,7 @@ def test_any_valid_page_is_normalised_without_losing_meaning(page: dict) -> None
     response = requests.Response()
     response.status_code = 200
     response._content = json.dumps(page).encode()
-    records = list(STREAM.parse_response(response))
+    records = list(STREAM.parse_response(Page.read(response)))
     entries = page["list"] or []
     assert len(records) == len(entries)
     for record, entry in zip(records, entries, strict=True):

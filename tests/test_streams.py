@@ -604,13 +604,14 @@ def test_a_gateway_ignoring_the_exclusions_page_token_costs_a_warning_not_the_ru
 
 def test_a_repeated_grant_feed_page_token_still_fails_the_run(emulator: Emulator) -> None:
     """On the feed, which declares its paging, a repeated token means a broken cursor."""
-    from tap_accessgov.paging import NextPageTokenPaginator
+    from tap_accessgov.paging import NextPageTokenPaginator, Page
 
     paginator = NextPageTokenPaginator()
-    page = requests.Response()
-    page.status_code = 200
-    page._content = b'{"list": [], "nextPageToken": "t1"}'
-    page.request = requests.Request("POST", emulator.url + "/api/v1/grants/feed").prepare()
+    response = requests.Response()
+    response.status_code = 200
+    response._content = b'{"list": [], "nextPageToken": "t1"}'
+    response.request = requests.Request("POST", emulator.url + "/api/v1/grants/feed").prepare()
+    page = Page.read(response)
     assert paginator.get_next(page) == "t1"
     with pytest.raises(FatalAPIError, match="returned a page token it had already returned"):
         paginator.get_next(page)
