@@ -26,7 +26,7 @@ import time
 import typing as t
 
 import bench_runs as bench
-from support import EmulatorProcess, Warehouse
+from support import EmulatorProcess, Warehouse, install_plugins
 
 if t.TYPE_CHECKING:
     import argparse
@@ -131,7 +131,7 @@ def backfill(args: argparse.Namespace, workdir: Path, report: t.Callable[[str], 
         )
 
         if args.backfill_e2e:
-            bench.install_plugins()
+            install_plugins()
             report(
                 f"backfill end to end: meltano run tap-accessgov target-postgres, {events:,} "
                 f"skewed events, 100 ms per request, {args.rounds} rounds alternating"

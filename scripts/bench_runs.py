@@ -118,18 +118,6 @@ def meltano_run(env: dict[str, str], log: Path) -> tuple[float, dict[str, int]]:
     return elapsed, peak
 
 
-def install_plugins() -> None:
-    """The plugins of meltano.yml, as a user's `meltano install` lays them out (quick when
-    they are already there): a fresh checkout has none."""
-    subprocess.run(
-        [str(BIN / "meltano"), "install"],
-        cwd=ROOT,
-        env={**os.environ, "MELTANO_SEND_ANONYMOUS_USAGE_STATS": "false"},
-        check=True,
-        capture_output=True,
-    )
-
-
 class PeakRss:
     """Peak RSS (MB) of the tap and the target that a Meltano process starts, from /proc."""
 

@@ -50,7 +50,6 @@ from pathlib import Path
 from backfill_benchmark import backfill
 from bench_runs import (
     catalog_for,
-    install_plugins,
     meltano_env,
     meltano_run,
     raw_loop,
@@ -64,6 +63,7 @@ from model_benchmark import models_section
 from support import (
     EmulatorProcess,
     Warehouse,
+    install_plugins,
     libpq_url,
 )
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -29,7 +28,7 @@ import typing as t
 from pathlib import Path
 
 from bench_runs import start_emulator
-from support import BIN, ROOT, TAP, EmulatorProcess, Warehouse
+from support import ROOT, TAP, EmulatorProcess, Warehouse, install_plugins
 
 TARGET = ROOT / ".meltano/loaders/target-postgres/venv/bin/target-postgres"
 
@@ -93,13 +92,7 @@ def spread(times: list[float]) -> str:
 def full_table_snapshots(
     args: argparse.Namespace, workdir: Path, report: t.Callable[[str], None]
 ) -> None:
-    subprocess.run(
-        [str(BIN / "meltano"), "install", "loader", "target-postgres"],
-        cwd=ROOT,
-        env={**os.environ, "MELTANO_SEND_ANONYMOUS_USAGE_STATS": "false"},
-        check=True,
-        capture_output=True,
-    )
+    install_plugins("loader", "target-postgres")
     events = args.mid_events
     emulator = start_emulator(workdir, "snapshots", "--events", str(events))
     warehouse = Warehouse()

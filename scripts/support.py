@@ -160,6 +160,26 @@ class EmulatorProcess:
         self.stop()
 
 
+# ----- Meltano's plugins ---------------------------------------------------------------------
+
+
+def install_plugins(*plugin: str) -> None:
+    """``meltano install`` of meltano.yml's plugins (all, or e.g. ``"loader", "target-postgres"``)
+    as a user's lays them out, quick when they are already there: a fresh checkout has none.
+    A failure ends with the tail of Meltano's output."""
+    result = subprocess.run(
+        [str(BIN / "meltano"), "install", *plugin],
+        cwd=ROOT,
+        env={**os.environ, "MELTANO_SEND_ANONYMOUS_USAGE_STATS": "false"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if result.returncode != 0:
+        msg = f"meltano install failed ({result.returncode}):\n{result.stdout[-3000:]}{result.stderr[-3000:]}"
+        raise RuntimeError(msg)
+
+
 # ----- the warehouse --------------------------------------------------------------------------
 
 # target-postgres's connection defaults in meltano.yml (host, port, user, password, database)

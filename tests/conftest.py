@@ -28,6 +28,7 @@ from support import (  # the mapping and the warehouse; the tests import them fr
     ROOT,
     TAP,
     connect,
+    install_plugins,
     libpq_env,  # noqa: F401
     listed_exclusion_entitlements,  # noqa: F401
     tap_config,  # noqa: F401
@@ -136,15 +137,7 @@ def e2e_emulator() -> t.Iterator[Emulator]:
 @pytest.fixture(scope="session")
 def meltano_plugins() -> None:
     """meltano.yml's plugins (loaders, dbt utilities) in .meltano/, quick when already there."""
-    result = subprocess.run(
-        [str(BIN / "meltano"), "install"],
-        cwd=ROOT,
-        env={**os.environ, "MELTANO_SEND_ANONYMOUS_USAGE_STATS": "false"},
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    install_plugins()
 
 
 def meltano(*args: str, env: dict[str, str], timeout: float = 900) -> None:
