@@ -165,14 +165,18 @@ class TapAccessGov(Tap):
     @property
     @override
     def streams(self) -> dict[str, Stream]:
-        """The SDK's streams, in its dict (built once and kept by the SDK), in the order
-        ``sync_all`` syncs them: by name (``load_streams`` is final and sorts them), except
-        ``full_table_snapshots``, moved to the end of that same dict the first time: it says
-        which full-table streams were synced in full, so it comes after all of them."""
-        streams = super().streams
+        """The streams in the order ``sync_all`` syncs them (see ``streams_in_sync_order``)."""
+        return self.streams_in_sync_order
+
+    @cached_property
+    def streams_in_sync_order(self) -> dict[str, Stream]:
+        """The SDK's streams (built once and kept by the SDK, sorted by name: ``load_streams``
+        is final), in a dict of the tap's own, made once, with ``full_table_snapshots`` moved
+        last: it says which full-table streams were synced in full, so it comes after all of
+        them. The SDK's own dict is left as it is."""
+        streams = dict(super().streams)
         last = FullTableSnapshotsStream.name
-        if last in streams and next(reversed(streams)) != last:
-            streams[last] = streams.pop(last)
+        streams[last] = streams.pop(last)
         return streams
 
     @cached_property

@@ -174,7 +174,7 @@ def test_a_run_with_nothing_new_ends_with_the_whole_state(
 
 
 def test_the_streams_are_kept_once_in_sync_order() -> None:
-    """The SDK's own dict, in the order sync_all syncs it: by name, full_table_snapshots last."""
+    """One dict, made once, in the order sync_all syncs it: by name, full_table_snapshots last."""
     tap = TapAccessGov(config=tap_config(shared_emulator()), parse_env_config=False)
     assert tap.streams is tap.streams
     assert list(tap.streams) == [
