@@ -105,9 +105,16 @@ class TapStream(ProgressReportingStream, SnapshotStream):
         """This stream's ``--test`` limit; each stream's ``get_records`` applies it."""
         return DryRunLimit(self)
 
+    @property
+    def request_budget(self) -> RequestBudget:
+        """The run's one budget of requests in flight (the tap's)."""
+        raise NotImplementedError
+
     @override  # type: ignore[misc]  # final in the SDK: see the docstring
     def sync(self, context: Context | None = None) -> None:
-        """The SDK's sync; however it ends, the worker threads this stream drives end with it.
+        """The SDK's sync; however it ends, the worker threads this stream drives end with it,
+        and a failed run still says how the service slowed it down (a successful one says it
+        at its end, ``TapAccessGov.run_completed``).
 
         The SDK marks ``sync`` final and has no hook at its end: a failure outside
         ``get_records`` (a stream map, a closed output) leaves the records generator suspended
@@ -116,6 +123,9 @@ class TapStream(ProgressReportingStream, SnapshotStream):
         """
         try:
             super().sync(context)
+        except BaseException:
+            self.request_budget.report()
+            raise
         finally:
             self.stop_workers()
 
@@ -146,6 +156,11 @@ class AccessGovStream(RESTStream[str | None], TapStream):
         # Set while this stream's sync is stopping (failed, interrupted, output closed): its
         # worker threads' requests and retry waits end at once (see request_budget.py).
         self.stopping = threading.Event()
+
+    @property
+    @override
+    def request_budget(self) -> RequestBudget:
+        return self.connection.request_budget
 
     @property
     @override
@@ -201,7 +216,7 @@ class AccessGovStream(RESTStream[str | None], TapStream):
         self.pin_proxies()
         # super() hands backoff this stream's logger: drop backoff's own lines on it (once).
         self.logger.addFilter(QUIET_BACKOFF)
-        budget = self.connection.request_budget
+        budget = self.request_budget
         stopping = self.stopping
 
         def attempt(prepared_request: requests.PreparedRequest, context: Context | None) -> Page:
@@ -256,7 +271,7 @@ class AccessGovStream(RESTStream[str | None], TapStream):
         self.logger.warning(
             retry_warning(prepared_request, exc, wait, attempt, self.backoff_max_tries())
         )
-        self.connection.request_budget.sleep(wait, self.stopping)
+        self.request_budget.sleep(wait, self.stopping)
 
     @override
     def get_new_paginator(self) -> NextPageTokenPaginator:

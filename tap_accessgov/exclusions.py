@@ -33,6 +33,7 @@ if t.TYPE_CHECKING:
 
     from tap_accessgov.catalog import AppEntitlementsStream
     from tap_accessgov.client import ApiConnection
+    from tap_accessgov.request_budget import RequestBudget
 
 Entry = dict[str, t.Any]  # an exclusion entry as the service sends it, the user inside
 User = dict[str, t.Any]
@@ -221,6 +222,11 @@ class UsersStream(TapStream):
         super().__init__(tap)
         self.exclusions = exclusions
         self.known_fields = schemas.KnownFields(self.schema, self.logger, "User")
+
+    @property
+    @override
+    def request_budget(self) -> RequestBudget:
+        return self.exclusions.request_budget
 
     @override
     def stop_workers(self) -> None:

@@ -110,11 +110,15 @@ class RequestBudget:
         else:
             self._logger.debug("Requests in flight: %d -> %d after a 429", previous, self.limit)
 
-    def summary(self) -> str | None:
-        """One line for the end of a run that was slowed down, None otherwise."""
-        if not self.slowdowns:
-            return None
-        return (
-            f"The service asked the tap to slow down {self.slowdowns} time(s): requests in "
-            f"flight went down to {self.lowest} (of {self.maximum}) and ended at {self.limit}"
-        )
+    def report(self) -> None:
+        """At the end of a run, successful or not: one line saying how the service slowed it
+        down, if it did (the lowest number in flight is the service's real limit)."""
+        if self.slowdowns:
+            self._logger.info(
+                "The service asked the tap to slow down %d time(s): requests in flight went "
+                "down to %d (of %d) and ended at %d",
+                self.slowdowns,
+                self.lowest,
+                self.maximum,
+                self.limit,
+            )

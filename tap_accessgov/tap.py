@@ -138,8 +138,7 @@ class TapAccessGov(Tap):
         The SDK writes a STATE only when the state changed, so a run with nothing new ended
         on a RECORD, and a target that echoes the last STATE it saw (target-jsonl) wrote no
         state at all."""
-        if summary := self.request_budget.summary():
-            self.logger.info(summary)
+        self.request_budget.report()
         self.write_message(StateMessage(value=self.state))
 
     @cached_property

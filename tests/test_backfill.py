@@ -466,3 +466,21 @@ def test_completed_windows_merge_and_only_the_rest_is_read_again() -> None:
     saved = backfill.to_state()
     assert Backfill.from_state({"backfill": saved}, "digest") == backfill
     assert Backfill.from_state({"backfill": saved}, "other filters") is None
+
+
+def test_a_run_that_fails_after_slowing_down_still_says_how_far_it_slowed(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The line that shows the service's real limit, which the README's troubleshooting
+    points to, also ends a run that fails (a successful one ends with it too)."""
+    dataset = Dataset(**{**SKEWED, "events": 1500})
+    with Emulator(dataset, credential=CREDENTIAL) as emulator:
+        emulator.faults.add("429", path=FEED, times=3, retry_after=0)
+        emulator.faults.add("403", path=FEED, times=1)
+        with caplog.at_level(logging.INFO), pytest.raises(Exception, match="403"):
+            sync(feed_config(emulator))
+    said = [
+        r.getMessage() for r in caplog.records if "asked the tap to slow down" in r.getMessage()
+    ]
+    assert len(said) == 1, said
+    assert "requests in flight went down to 4 (of 8)" in said[0]
