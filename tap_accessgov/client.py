@@ -267,9 +267,12 @@ class AccessGovStream(RESTStream[str | None], TapStream):
         exc = details.get("exception")
         prepared_request: requests.PreparedRequest = details["args"][0]
         attempt = details["tries"]
-        wait = self.backoff_jitter(retry_wait(exc, attempt))
+        planned = retry_wait(exc, attempt)
+        wait = self.backoff_jitter(planned.seconds)
         self.logger.warning(
-            retry_warning(prepared_request, exc, wait, attempt, self.backoff_max_tries())
+            retry_warning(
+                prepared_request, exc, wait, attempt, self.backoff_max_tries(), asked=planned.asked
+            )
         )
         self.request_budget.sleep(wait, self.stopping)
 

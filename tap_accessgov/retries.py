@@ -86,8 +86,15 @@ def _response_of(exc: BaseException | None) -> requests.Response | None:
     return response if isinstance(response, requests.Response) else None
 
 
-def retry_wait(exc: BaseException | None, attempt: int) -> float:
-    """Seconds to wait after failed attempt number ``attempt`` (1, 2 ...), before jitter.
+class RetryWait(t.NamedTuple):
+    """How long to wait before the next attempt, and whether the service asked for it."""
+
+    seconds: float
+    asked: bool
+
+
+def retry_wait(exc: BaseException | None, attempt: int) -> RetryWait:
+    """The wait after failed attempt number ``attempt`` (1, 2 ...), before jitter.
 
     No wait after a 401 (the retry carries a new token), the service's Retry-After when it gives
     one (the SDK ignores it, sdk#2012), else FIRST_WAIT, twice that, four times ... up to
@@ -95,10 +102,10 @@ def retry_wait(exc: BaseException | None, attempt: int) -> float:
     """
     response = _response_of(exc)
     if response is not None and response.status_code == 401:
-        return 0.0
+        return RetryWait(0.0, asked=False)
     if (retry_after := retry_after_seconds(response)) is not None:
-        return retry_after
-    return min(FIRST_WAIT * 2.0 ** (attempt - 1), BACKOFF_CAP)
+        return RetryWait(retry_after, asked=True)
+    return RetryWait(min(FIRST_WAIT * 2.0 ** (attempt - 1), BACKOFF_CAP), asked=False)
 
 
 def retry_warning(
@@ -107,14 +114,11 @@ def retry_warning(
     wait: float,
     attempt: int,
     attempts: int,
+    *,
+    asked: bool,
 ) -> str:
-    """The one line a retry logs: the call, what failed, the wait and which attempt it was."""
-    response = _response_of(exc)
-    asked = (
-        response is not None
-        and response.status_code != 401
-        and retry_after_seconds(response) is not None
-    )
+    """The one line a retry logs: the call, what failed, the wait (``asked``: the service's
+    Retry-After) and which attempt it was."""
     why = " as its Retry-After asks" if asked else ""
     return (
         f"{what_failed(request, exc)}; retrying in {wait:.1f} s{why} "
