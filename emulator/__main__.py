@@ -80,6 +80,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="omit unset fields on every endpoint, the catalog's too",
     )
     p.add_argument(
+        "--shapes",
+        choices=("newest", "older", "changed"),
+        default="newest",
+        help="field shapes of which release every endpoint answers in: the newest published "
+        "ones, a 2024-2025 release's, or a release that changed a field's type on every "
+        "endpoint (see emulator/shapes.py)",
+    )
+    p.add_argument(
         "--catalog-apps", type=int, default=120, help="apps in the catalog (at least --apps)"
     )
     p.add_argument(
@@ -125,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         emit_unpopulated=args.emit_unpopulated,
         max_in_flight=args.max_in_flight,
         throttle_retry_after=args.throttle_retry_after,
+        shapes=args.shapes,
     )
     stop = threading.Event()
 

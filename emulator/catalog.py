@@ -6,9 +6,10 @@ shared by the first two apps, since ids are unique only within their app), then 
 event names (a real tenant has many). It decides where automation is on, which includes every
 app entitlement chosen to have automation exclusions, and remembers what was removed.
 
-Shapes from the vendor's published OpenAPI: an App and an AppEntitlement with every field
-(int64 values as strings, uint32/int32 as numbers, enums as names with values newer than the
-description now and then), entitlements wrapped in an AppEntitlementView, paging in the query
+Shapes from the vendor's newest published OpenAPI (docs/vendor-openapi/): an App and an
+AppEntitlement with every field (int64 values as strings, uint32/int32 as numbers, enums as
+names with values newer than the description now and then, ``annotations`` a key/value map;
+emulator/shapes.py serves older and changed shapes instead on request), entitlements wrapped in an AppEntitlementView, paging in the query
 string (``page_size``, ``page_token``), 404 for an unknown app. The catalog agrees with the
 feed (the same ids and display names as its expanded objects) and with the exclusions
 (``isAutomationEnabled`` is on for every entitlement that has exclusions). An app or app
@@ -253,18 +254,34 @@ def _policy_id(rng: random.Random, kind: str) -> str:
     return f"{kind}-policy-{rng.randrange(4)}" if rng.random() < 0.8 else ""
 
 
+def _annotations(rng: random.Random) -> dict[str, str]:
+    """A key/value map (the newest shape; older releases sent a list, see shapes.py)."""
+    if rng.random() < 0.6:
+        return {}
+    annotations = {"managed_by": rng.choice(("terraform", "console", "scim"))}
+    if rng.random() < 0.4:
+        annotations["cost_center"] = f"cc-{rng.randrange(100, 999)}"
+    return annotations
+
+
 def app_object(tenant: Catalog | HasCatalog, position: int) -> dict[str, Any]:
-    """The App at ``position`` of the catalog, every field present (EmitUnpopulated)."""
+    """The App at ``position`` of the catalog in the service's newest shape, every field
+    present (EmitUnpopulated)."""
     catalog = _catalog_of(tenant)
     app = catalog.apps[position]
     rng = random.Random(f"{catalog.seed.value}:catalog-app:{position}")
+    # The fields of the newest release draw from their own sequence: the others keep their
+    # values from before those fields existed.
+    newest = random.Random(f"{catalog.seed.value}:catalog-app-newest:{position}")
     in_feed = position < len(catalog.feed_apps)
+    matched = newest.random() < 0.3
     return {
         "accessModel": rng.choice(ACCESS_MODELS),
-        "annotations": [],
+        "annotations": _annotations(newest),
         "appAccountId": f"acct-{rng.randrange(10**6):06d}" if rng.random() < 0.7 else "",
         "appAccountName": f"{app.display_name} production" if rng.random() < 0.7 else "",
         "appOwners": [],
+        "appUserMapper": {"appId": app.id, "mappingCases": []} if matched else None,
         "certifyPolicyId": _policy_id(rng, "certify"),
         "connectorVersion": rng.choice((0, 1, 2, 3)),
         "createdAt": _when(catalog, rng, 900),
@@ -273,6 +290,8 @@ def app_object(tenant: Catalog | HasCatalog, position: int) -> dict[str, Any]:
         "defaultRequestCatalogId": "",
         "description": f"{app.display_name}, connected to the access-governance service",
         "displayName": app.display_name,
+        "enableConnectorSourcedOwnership": newest.random() < 0.3,
+        "fieldMask": None,
         "grantPolicyId": _policy_id(rng, "grant"),
         "iconUrl": "",
         "id": app.id,
@@ -281,8 +300,14 @@ def app_object(tenant: Catalog | HasCatalog, position: int) -> dict[str, Any]:
         "isDirectory": position == 0,
         "isManuallyManaged": not in_feed and rng.random() < 0.3,
         "logoUri": "",
+        "matchBatonRef": (
+            {"appId": app.id, "connectorId": f"conn-{position}", "externalId": f"ext-{position}"}
+            if matched
+            else None
+        ),
         "monthlyCostUsd": rng.choice((0, 0, 12, 45, 300)),
         "parentAppId": "",
+        "revokeGrantSources": newest.random() < 0.5,
         "revokePolicyId": _policy_id(rng, "revoke"),
         "strictAccessEntitlementProvisioning": rng.random() < 0.2,
         "userCount": str(catalog.users if in_feed else rng.randrange(0, 40)),
@@ -290,15 +315,16 @@ def app_object(tenant: Catalog | HasCatalog, position: int) -> dict[str, Any]:
 
 
 def app_entitlement_object(tenant: Catalog | HasCatalog, position: int, k: int) -> dict[str, Any]:
-    """Entitlement ``k`` of the catalog's app at ``position``, every field present; the same
-    id and display name as the feed's expanded entitlement."""
+    """Entitlement ``k`` of the catalog's app at ``position`` in the service's newest shape,
+    every field present; the same id and display name as the feed's expanded entitlement."""
     catalog = _catalog_of(tenant)
     app = catalog.apps[position]
     rng = random.Random(f"{catalog.seed.value}:catalog-entitlement:{position}:{k}")
+    newest = random.Random(f"{catalog.seed.value}:catalog-entitlement-newest:{position}:{k}")
     name = app.entitlement_names[k]
     entitlement: dict[str, Any] = {
         "alias": "",
-        "annotations": [],
+        "annotations": _annotations(newest),
         "appId": app.id,
         "appResourceId": "",
         "appResourceTypeId": "",
@@ -321,6 +347,7 @@ def app_entitlement_object(tenant: Catalog | HasCatalog, position: int, k: int) 
         "isAutomationEnabled": catalog.is_automated(position, k),
         "isManuallyManaged": False,
         "matchBatonId": "",
+        "overrideAccessRequestsDefaults": newest.random() < 0.2,
         "purpose": PURPOSES[rng.randrange(len(PURPOSES))],
         "requestSchemaId": "",
         "revokePolicyId": _policy_id(rng, "revoke"),
@@ -328,6 +355,7 @@ def app_entitlement_object(tenant: Catalog | HasCatalog, position: int, k: int) 
         "slug": name.replace(" ", "-"),
         "sourceConnectorIds": {},
         "systemBuiltin": False,
+        "userEditedMask": "displayName,description" if newest.random() < 0.1 else None,
     }
     # The oneof max_grant_duration: exactly one member is set.
     if rng.random() < 0.3:

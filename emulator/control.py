@@ -39,6 +39,7 @@ class Emulator(Settings):
         emit_unpopulated: bool | None = None,
         max_in_flight: int = 0,
         throttle_retry_after: int = 1,
+        shapes: str = "newest",
     ) -> None:
         super().__init__(
             token_lifetime=token_lifetime,
@@ -47,6 +48,7 @@ class Emulator(Settings):
             emit_unpopulated=emit_unpopulated,
             max_in_flight=max_in_flight,
             throttle_retry_after=throttle_retry_after,
+            shapes=shapes,
         )
         self.service = Service(
             dataset if dataset is not None else Dataset(),

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import unquote
 
-from emulator import auth
+from emulator import auth, shapes
 from emulator.auth import TOKEN_PATH, Credential
 from emulator.catalog import list_app_entitlements, list_apps
 from emulator.dataset import Dataset
@@ -49,6 +49,7 @@ class Settings:
         emit_unpopulated: bool | None = None,
         max_in_flight: int = 0,
         throttle_retry_after: int = 1,
+        shapes: str = "newest",
     ) -> None:
         self.token_lifetime = token_lifetime
         self.latency = latency
@@ -63,6 +64,18 @@ class Settings:
         # request is answered 429 with Retry-After (0: no limit).
         self.max_in_flight = max_in_flight
         self.throttle_retry_after = throttle_retry_after
+        # Which release's field shapes every endpoint answers in (emulator/shapes.py).
+        self.shapes = shapes
+
+    @property
+    def shapes(self) -> str:
+        return self._shapes
+
+    @shapes.setter
+    def shapes(self, release: str) -> None:
+        if release not in shapes.SHAPES:
+            raise ValueError(f"shapes must be one of {', '.join(shapes.SHAPES)}")
+        self._shapes = release
 
     @property
     def token_lifetime(self) -> int:
@@ -122,6 +135,8 @@ class Settings:
             self.max_in_flight = int(changes["max_in_flight"])
         if "throttle_retry_after" in changes:
             self.throttle_retry_after = int(changes["throttle_retry_after"])
+        if "shapes" in changes:
+            self.shapes = str(changes["shapes"])
         return {
             "latency": self.latency,
             "token_lifetime": self.token_lifetime,
@@ -129,6 +144,7 @@ class Settings:
             "emit_unpopulated": self.emit_unpopulated,
             "max_in_flight": self.max_in_flight,
             "throttle_retry_after": self.throttle_retry_after,
+            "shapes": self.shapes,
         }
 
 
@@ -271,7 +287,9 @@ class Service:
         return auth.token_response(self.tokens, self.settings.token_lifetime)
 
     def _route(self, request: Request) -> dict[str, Any]:
-        """The endpoint of the concern that answers ``request``."""
+        """The endpoint of the concern that answers ``request``, in the field shapes of the
+        release the settings name (emulator/shapes.py)."""
+        release = self.settings.shapes
         path, method, query = request.path, request.method, request.query
         # None (the default): the catalog sends unset fields empty, as the vendor's Terraform
         # provider says the service does; the feed and the exclusions omit them.
@@ -280,25 +298,28 @@ class Service:
         if path == FEED_PATH:
             if method != "POST":
                 raise method_not_allowed("POST")
-            return search_grant_feed(
+            page = search_grant_feed(
                 self.dataset.feed, self.page_tokens, request.body, emit_unpopulated=emit
             )
+            return shapes.grant_feed(page, release)
         if path == APPS_PATH:
             if method != "GET":
                 raise method_not_allowed("GET")
-            return list_apps(self.dataset.catalog, self.page_tokens, query, emit_catalog)
+            page = list_apps(self.dataset.catalog, self.page_tokens, query, emit_catalog)
+            return shapes.apps(page, release)
         if catalog_match := APP_ENTITLEMENTS.fullmatch(path):
             if method != "GET":
                 raise method_not_allowed("GET")
             app_id = unquote(catalog_match.group(1))
-            return list_app_entitlements(
+            page = list_app_entitlements(
                 self.dataset.catalog, self.page_tokens, app_id, query, emit_catalog
             )
+            return shapes.app_entitlements(page, release)
         if match := EXCLUSIONS.fullmatch(path):
             if method != "GET":
                 raise method_not_allowed("GET")
             app_id, entitlement_id = unquote(match.group(1)), unquote(match.group(2))
-            return list_automation_exclusions(
+            page = list_automation_exclusions(
                 self.dataset.exclusions,
                 self.page_tokens,
                 app_id,
@@ -307,4 +328,5 @@ class Service:
                 ignore_paging=self.settings.exclusions_ignore_page_token,
                 emit_unpopulated=emit,
             )
+            return shapes.automation_exclusions(page, release)
         raise ApiError(404, NOT_FOUND, "not found")

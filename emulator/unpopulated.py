@@ -38,6 +38,7 @@ USER: dict[str, Any] = {
     "jobTitleSources": [],
     "managerIds": [],
     "managerSources": [],
+    "origin": "USER_ORIGIN_UNSPECIFIED",
     "profile": None,
     "roleIds": [],
     "status": "UNKNOWN",

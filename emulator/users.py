@@ -1,5 +1,5 @@
-"""The tenant's users: their ids, their app users, and User records (the spec's User object)
-generated per user index from the seed.
+"""The tenant's users: their ids, their app users, and User records (the User object of the
+service's newest published shapes) generated per user index from the seed.
 
 Field presence varies on purpose: protobuf JSON omits unset fields, so a client must not
 expect any of them; enum fields include values newer than the spec (`SUSPENDED`,
@@ -44,6 +44,12 @@ USER_TYPES = (
     "USER_TYPE_UNSPECIFIED",
     "USER_TYPE_ROBOT",
 )
+ORIGINS = (
+    "USER_ORIGIN_DIRECTORY",
+    "USER_ORIGIN_DIRECTORY",
+    "USER_ORIGIN_LOCAL",
+    "USER_ORIGIN_SYSTEM",
+)
 EMPLOYMENT_TYPES = ("full_time", "part_time", "contractor", "intern")
 EMPLOYMENT_STATUSES = ("active", "on_leave", "terminated")
 
@@ -74,6 +80,9 @@ class UserContext:
 def make_user(ctx: UserContext, index: int) -> dict[str, Any]:
     """The raw User object exactly as the API serialises it."""
     rng = random.Random(f"{ctx.seed}:user:{index}")
+    # The fields of the newest release draw from their own sequence: the others keep their
+    # values from before those fields existed.
+    newest = random.Random(f"{ctx.seed}:user-newest:{index}")
     first, last = person(ctx.seed, index)
     email = email_of(ctx.seed, index)
     username = email.split("@", 1)[0]
@@ -82,7 +91,7 @@ def make_user(ctx: UserContext, index: int) -> dict[str, Any]:
         offset = int(rng.uniform(0, back_days) * 86_400 * NS)
         return format_ns(precise(ctx.end_ns - offset, rng.choice((0, 3, 6, 9))))
 
-    def sources(value: str) -> list[dict[str, str]]:
+    def sources(value: str) -> list[dict[str, Any]]:
         found = []
         for _ in range(rng.randint(1, 2)):
             app = rng.randrange(len(ctx.app_ids))
@@ -91,6 +100,7 @@ def make_user(ctx: UserContext, index: int) -> dict[str, Any]:
                     "appId": ctx.app_ids[app],
                     "appUserId": ctx.app_user_id(app, index),
                     "appUserProfileAttributeKey": rng.choice(("department", "title", "mail")),
+                    "priority": newest.randrange(1, 4),
                     "userAttributeMappingId": f"uam-{rng.randrange(10_000):04d}",
                     "value": value,
                 }
@@ -148,6 +158,7 @@ def make_user(ctx: UserContext, index: int) -> dict[str, Any]:
         user["managerIds"] = managers
         if rng.random() < 0.5:
             user["managerSources"] = [s for m in managers for s in sources(m)]
+    user["origin"] = newest.choice(ORIGINS)
     if rng.random() < 0.8:
         user["profile"] = _profile(rng, first, last)
     if rng.random() < 0.5:

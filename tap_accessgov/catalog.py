@@ -55,7 +55,6 @@ class AppsStream(QueryPaging, AccessGovStream):
 
     def __init__(self, tap: Tap, *, connection: ApiConnection) -> None:
         super().__init__(tap, connection=connection)
-        self.known_fields = schemas.KnownFields(self.schema, self.logger, "App", ("userCount",))
         self._app_ids: list[str] | None = None
 
     @override
@@ -86,10 +85,6 @@ class AppsStream(QueryPaging, AccessGovStream):
             else:
                 self.logger.warning("Skipping an app without an id (%s)", app.get("displayName"))
 
-    @override
-    def post_process(self, row: Record, context: Context | None = None) -> Record | None:
-        return super().post_process(self.known_fields.apply(row), context)
-
 
 class AppEntitlementsStream(QueryPaging, ConcurrentPartitionsStream):
     """``GET /api/v1/apps/{app_id}/entitlements`` for every app, one partition each: the
@@ -103,9 +98,6 @@ class AppEntitlementsStream(QueryPaging, ConcurrentPartitionsStream):
     def __init__(self, tap: Tap, *, connection: ApiConnection, apps: AppsStream) -> None:
         super().__init__(tap, connection=connection)
         self.apps = apps
-        self.known_fields = schemas.KnownFields(
-            self.schema, self.logger, "AppEntitlement", ("grantCount",)
-        )
         self._partitions: list[dict[str, t.Any]] | None = None
         self._read: dict[str, list[tuple[str, bool]]] = {}  # app id -> (id, automated)
 
@@ -159,7 +151,3 @@ class AppEntitlementsStream(QueryPaging, ConcurrentPartitionsStream):
                 self.logger.warning(
                     "Skipping an app entitlement without an id (%s)", response.request.path_url
                 )
-
-    @override
-    def post_process(self, row: Record, context: Context | None = None) -> Record | None:
-        return super().post_process(self.known_fields.apply(row), context)

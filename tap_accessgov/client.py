@@ -19,6 +19,7 @@ from singer_sdk.exceptions import FatalAPIError, RetriableAPIError
 from singer_sdk.streams import RESTStream, Stream
 from typing_extensions import override
 
+from tap_accessgov.conformance import RecordConformance
 from tap_accessgov.paging import NextPageTokenPaginator, Page, page_body
 from tap_accessgov.progress import ProgressReportingStream
 from tap_accessgov.retries import (
@@ -98,7 +99,23 @@ class DryRunLimit:
 class TapStream(ProgressReportingStream, SnapshotStream):
     """What every stream of the tap shares, whether it calls the API or not (``users`` reads
     the exclusions' pages): progress lines, full-table snapshots, ``--test``'s one-record
-    limit, and worker threads that end with the sync that started them."""
+    limit, records that always fit their SCHEMA, and worker threads that end with the sync
+    that started them."""
+
+    @cached_property
+    def conformance(self) -> RecordConformance:
+        """This stream's records made to fit its schema (the catalog's, once applied)."""
+        return RecordConformance(self.schema, self.logger, self.name)
+
+    @override
+    def post_process(
+        self, row: dict[str, t.Any], context: Context | None = None
+    ) -> dict[str, t.Any] | None:
+        """The SDK's per-record hook, for every stream: the snapshot stamp (snapshots.py),
+        then the record made to fit the SCHEMA the tap sent, whatever shape the service used
+        (conformance.py: the one place that decides it)."""
+        stamped = super().post_process(row, context)
+        return None if stamped is None else self.conformance.apply(stamped)
 
     @cached_property
     def dry_run_limit(self) -> DryRunLimit:

@@ -221,7 +221,6 @@ class UsersStream(TapStream):
     def __init__(self, tap: Tap, *, exclusions: AutomationExclusionsStream) -> None:
         super().__init__(tap)
         self.exclusions = exclusions
-        self.known_fields = schemas.KnownFields(self.schema, self.logger, "User")
 
     @property
     @override
@@ -248,11 +247,3 @@ class UsersStream(TapStream):
             users = excluded_users.since(emitted)
             emitted += len(users)
             yield from users
-
-    @override
-    def post_process(
-        self, row: dict[str, t.Any], context: Context | None = None
-    ) -> dict[str, t.Any] | None:
-        """Only the User fields the schema knows (see schemas.KnownFields), stamped with the
-        run's snapshot."""
-        return super().post_process(self.known_fields.apply(row), context)

@@ -1,13 +1,15 @@
 """Record schemas, declared once and typed, with the API's own (camelCase) field names.
 
-Enums (``eventType``, ``status``, ``directoryStatus``, ``type``) are plain strings: the service
-adds values over time and the tap must pass unknown ones through.
+They follow the service's newest published shapes (docs/vendor-openapi/components.json;
+tests/test_vendor_schemas.py compares every property with it). Enums (``eventType``,
+``status``, ``directoryStatus``, ``type``) are plain strings: the service adds values over time
+and the tap must pass unknown ones through. Free-form values (maps such as ``annotations``,
+``profile``, nested messages the tap does not look into, protobuf Any) are objects that accept
+any keys and values, so any JSON object passes. A value the service sends in a shape its
+schema does not allow is handled once for every stream (conformance.py).
 """
 
 from __future__ import annotations
-
-import logging
-import typing as t
 
 from singer_sdk import typing as th
 
@@ -18,10 +20,14 @@ ATTRIBUTE_SOURCE = th.ObjectType(
     th.Property("appId", STRING),
     th.Property("appUserId", STRING),
     th.Property("appUserProfileAttributeKey", STRING),
+    th.Property("priority", th.IntegerType),
     th.Property("userAttributeMappingId", STRING),
     th.Property("value", STRING),
 )
 SOURCES = th.ArrayType(ATTRIBUTE_SOURCE)
+# A free-form object: a map (map<string, string> in the service's shapes), a nested message
+# the tap passes on whole, a protobuf Struct. Any JSON object passes.
+FREE_FORM = th.ObjectType(additional_properties=True)
 
 EXPANDED_OBJECT = th.ObjectType(
     th.Property("@type", STRING, description="Protobuf Any type URL of the expanded object."),
@@ -106,7 +112,10 @@ USER = th.PropertiesList(
     th.Property("jobTitleSources", SOURCES),
     th.Property("managerIds", STRINGS),
     th.Property("managerSources", SOURCES),
-    th.Property("profile", th.ObjectType(additional_properties=True)),
+    th.Property(
+        "origin", STRING, description="USER_ORIGIN_DIRECTORY, _LOCAL, _SYSTEM, ... (passed through)"
+    ),
+    th.Property("profile", FREE_FORM, description="Free-form (protobuf Struct)."),
     th.Property("roleIds", STRINGS),
     th.Property("status", STRING, description="UNKNOWN, ENABLED, DISABLED, DELETED, ..."),
     th.Property("type", STRING, description="USER_TYPE_HUMAN, USER_TYPE_SERVICE, ..."),
@@ -116,9 +125,9 @@ USER = th.PropertiesList(
 ).to_dict()
 
 # int64 values, which protobuf JSON sends as strings: integers in the records (a warehouse
-# sums them; a bigint holds every int64), converted in post_process.
+# sums them; a bigint holds every int64), converted by conformance.py.
 INT64 = th.IntegerType
-OBJECTS = th.ArrayType(th.ObjectType(additional_properties=True))
+OBJECTS = th.ArrayType(FREE_FORM)
 
 APP = th.PropertiesList(
     th.Property("id", STRING, required=True),
@@ -129,16 +138,19 @@ APP = th.PropertiesList(
         STRING,
         description="APP_ACCESS_MODEL_CLASSIC, _HYBRID, _SPARSE, ... (unknown values pass through)",
     ),
-    th.Property("annotations", OBJECTS),
+    th.Property("annotations", FREE_FORM, description="Key/value map (string values)."),
     th.Property("appAccountId", STRING),
     th.Property("appAccountName", STRING),
-    th.Property("appOwners", th.ArrayType(th.ObjectType(additional_properties=True))),
+    th.Property("appOwners", OBJECTS, description="Users (free-form)."),
+    th.Property("appUserMapper", FREE_FORM),
     th.Property("certifyPolicyId", STRING),
     th.Property("connectorVersion", th.IntegerType),
     th.Property("createdAt", th.DateTimeType),
     th.Property("updatedAt", th.DateTimeType),
     th.Property("deletedAt", th.DateTimeType),
     th.Property("defaultRequestCatalogId", STRING),
+    th.Property("enableConnectorSourcedOwnership", th.BooleanType),
+    th.Property("fieldMask", STRING),
     th.Property("grantPolicyId", STRING),
     th.Property("iconUrl", STRING),
     th.Property("identityMatching", STRING),
@@ -146,8 +158,10 @@ APP = th.PropertiesList(
     th.Property("isDirectory", th.BooleanType),
     th.Property("isManuallyManaged", th.BooleanType),
     th.Property("logoUri", STRING),
+    th.Property("matchBatonRef", FREE_FORM),
     th.Property("monthlyCostUsd", th.IntegerType),
     th.Property("parentAppId", STRING),
+    th.Property("revokeGrantSources", th.BooleanType),
     th.Property("revokePolicyId", STRING),
     th.Property("strictAccessEntitlementProvisioning", th.BooleanType),
     th.Property("userCount", INT64, description="int64, sent as a string by the service."),
@@ -160,7 +174,7 @@ APP_ENTITLEMENT = th.PropertiesList(
     th.Property("description", STRING),
     th.Property("alias", STRING),
     th.Property("slug", STRING),
-    th.Property("annotations", OBJECTS),
+    th.Property("annotations", FREE_FORM, description="Key/value map (string values)."),
     th.Property("appResourceId", STRING),
     th.Property("appResourceTypeId", STRING),
     th.Property("certifyPolicyId", STRING),
@@ -169,12 +183,12 @@ APP_ENTITLEMENT = th.PropertiesList(
     th.Property("updatedAt", th.DateTimeType),
     th.Property("deletedAt", th.DateTimeType),
     th.Property("defaultValuesApplied", th.BooleanType),
-    th.Property("deprovisionerPolicy", th.ObjectType(additional_properties=True)),
-    th.Property("provisionerPolicy", th.ObjectType(additional_properties=True)),
+    th.Property("deprovisionerPolicy", FREE_FORM),
+    th.Property("provisionerPolicy", FREE_FORM),
     th.Property(
         "durationGrant", STRING, description="A duration such as 3600s (or durationUnset)."
     ),
-    th.Property("durationUnset", th.ObjectType(additional_properties=True)),
+    th.Property("durationUnset", FREE_FORM),
     th.Property("emergencyGrantEnabled", th.BooleanType),
     th.Property("emergencyGrantPolicyId", STRING),
     th.Property("externalId", STRING),
@@ -183,6 +197,7 @@ APP_ENTITLEMENT = th.PropertiesList(
     th.Property("isAutomationEnabled", th.BooleanType),
     th.Property("isManuallyManaged", th.BooleanType),
     th.Property("matchBatonId", STRING),
+    th.Property("overrideAccessRequestsDefaults", th.BooleanType),
     th.Property(
         "purpose",
         STRING,
@@ -191,41 +206,7 @@ APP_ENTITLEMENT = th.PropertiesList(
     th.Property("requestSchemaId", STRING),
     th.Property("revokePolicyId", STRING),
     th.Property("riskLevelValueId", STRING),
-    th.Property("sourceConnectorIds", th.ObjectType(additional_properties=True)),
+    th.Property("sourceConnectorIds", FREE_FORM, description="Key/value map (string values)."),
     th.Property("systemBuiltin", th.BooleanType),
+    th.Property("userEditedMask", STRING),
 ).to_dict()
-
-
-class KnownFields:
-    """Keeps the fields a schema declares, saying once per run which others the service sent
-    (the SDK would warn for every record), and turns int64 strings into integers."""
-
-    def __init__(
-        self,
-        schema: dict[str, t.Any],
-        logger: logging.Logger,
-        what: str,
-        int64: t.Collection[str] = (),
-    ) -> None:
-        self._known = frozenset(schema["properties"])
-        self._int64 = frozenset(int64)
-        self._reported: set[str] = set()
-        self._logger = logger
-        self._what = what
-
-    def apply(self, row: dict[str, t.Any]) -> dict[str, t.Any]:
-        if unknown := row.keys() - self._known:
-            if new := unknown - self._reported:
-                self._reported |= new
-                self._logger.warning(
-                    "The service sent %s fields this tap does not know yet; they are not "
-                    "extracted: %s",
-                    self._what,
-                    ", ".join(sorted(new)),
-                )
-            row = {key: value for key, value in row.items() if key in self._known}
-        for name in self._int64 & row.keys():
-            if isinstance(value := row[name], str):
-                # "" is what an unset int64 looks like if the service ever sends one
-                row[name] = int(value) if value.lstrip("-").isdigit() else None
-        return row

@@ -447,7 +447,8 @@ def test_unknown_user_fields_are_dropped_with_one_warning(caplog: pytest.LogCapt
     assert rows == [{"id": f"u{n}", "email": "a@b", "snapshotAt": snapshot_at} for n in range(5)]
     warnings = [r.getMessage() for r in caplog.records if "does not know yet" in r.getMessage()]
     assert warnings == [
-        "The service sent User fields this tap does not know yet; they are not extracted: badge, pronouns"
+        "The service sent fields this tap does not know yet (users); they are not extracted: "
+        "badge, pronouns"
     ]
 
 

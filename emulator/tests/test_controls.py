@@ -71,7 +71,9 @@ def test_http_controls(fresh: Emulator) -> None:
     assert stats["faults_by_kind"] == {"429": 1, "502": 1}
     assert stats["api_requests_by_path"] == {FEED: 3}
     settings = requests.post(
-        control + "settings", json={"token_lifetime": 5, "latency": 0}, timeout=10
+        control + "settings",
+        json={"token_lifetime": 5, "latency": 0, "shapes": "older"},
+        timeout=10,
     )
     assert settings.json() == {
         "latency": 0.0,
@@ -80,8 +82,12 @@ def test_http_controls(fresh: Emulator) -> None:
         "emit_unpopulated": None,
         "max_in_flight": 0,
         "throttle_retry_after": 1,
+        "shapes": "older",
     }
     assert fresh.token_lifetime == 5
+    assert fresh.shapes == "older"
+    bad = requests.post(control + "settings", json={"shapes": "oldest"}, timeout=10)
+    assert bad.status_code == 400
     requests.post(control + "revoke-tokens", timeout=10)
     assert session.post(fresh.url + FEED, json={}, timeout=10).status_code == 401
     requests.post(control + "reset-stats", timeout=10)

@@ -1,0 +1,138 @@
+"""Field shapes across the service's releases, on every endpoint.
+
+The service does not promise today's shapes: ``annotations`` on App and AppEntitlement was a
+list in the releases the vendor's 2024 and 2025 SDKs describe and is a key/value map in the
+newest published description (docs/vendor-openapi/), and fields appear in any release. The
+tenant's objects are built in the newest shapes (catalog.py, users.py, feed.py); this module
+turns one endpoint's answer into the shapes of another release, as the last step before it is
+sent (``Emulator.shapes``):
+
+- ``newest`` (default): as built, the vendor's newest published shapes;
+- ``older``: a 2024-2025 release: ``annotations`` a list of protobuf Any objects, and none of
+  the fields added since (App ``appUserMapper``, ``enableConnectorSourcedOwnership``,
+  ``matchBatonRef``, ``revokeGrantSources``; AppEntitlement ``overrideAccessRequestsDefaults``,
+  ``userEditedMask``; User ``origin``, the sources' ``priority``);
+- ``changed``: a release that changed a field's type on every endpoint, as a future one may:
+  App ``monthlyCostUsd`` a google.type.Money and ``annotations`` back to a list;
+  AppEntitlement ``durationGrant`` a protobuf Duration object and ``sourceConnectorIds`` a
+  list; User ``department`` an object, ``createdAt`` epoch seconds, ``profile`` JSON text and
+  ``managerIds`` references; an exclusion's ``appUserId`` an AppUserRef; a grant event's
+  ``ticketId`` a number.
+
+Every answer is built anew for each request, so the changes are made on the answer itself.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from emulator.timefmt import parse_rfc3339
+
+SHAPES = ("newest", "older", "changed")
+ANNOTATION_TYPE = "type.googleapis.com/c1.api.app.v1.Annotation"
+NEWER_APP_FIELDS = (
+    "appUserMapper",
+    "enableConnectorSourcedOwnership",
+    "matchBatonRef",
+    "revokeGrantSources",
+)
+NEWER_ENTITLEMENT_FIELDS = ("overrideAccessRequestsDefaults", "userEditedMask")
+SOURCES = (
+    "departmentSources",
+    "directoryStatusSources",
+    "emailSources",
+    "employeeIdSources",
+    "employmentStatusSources",
+    "employmentTypeSources",
+    "jobTitleSources",
+    "managerSources",
+    "usernameSources",
+)
+Page = dict[str, Any]
+
+
+def _listed(annotations: Any) -> Any:
+    """The older shape of an annotations map: a list of Any objects, one per key."""
+    if not isinstance(annotations, dict):
+        return annotations
+    return [{"@type": ANNOTATION_TYPE, "key": k, "value": v} for k, v in annotations.items()]
+
+
+def _items(page: Page) -> list[Any]:
+    return page.get("list") or []
+
+
+def apps(page: Page, shapes: str) -> Page:
+    """A page of ``GET /api/v1/apps`` in ``shapes``."""
+    if shapes == "newest":
+        return page
+    for app in _items(page):
+        if "annotations" in app:
+            app["annotations"] = _listed(app["annotations"])
+        if shapes == "older":
+            for name in NEWER_APP_FIELDS:
+                app.pop(name, None)
+        elif "monthlyCostUsd" in app:
+            app["monthlyCostUsd"] = {"currencyCode": "USD", "units": str(app["monthlyCostUsd"])}
+    return page
+
+
+def app_entitlements(page: Page, shapes: str) -> Page:
+    """A page of ``GET /api/v1/apps/{app_id}/entitlements`` in ``shapes``."""
+    for view in _items(page):
+        entitlement = view.get("appEntitlement") or {}
+        if shapes == "older":
+            if "annotations" in entitlement:
+                entitlement["annotations"] = _listed(entitlement["annotations"])
+            for name in NEWER_ENTITLEMENT_FIELDS:
+                entitlement.pop(name, None)
+        elif shapes == "changed":
+            if "durationGrant" in entitlement:
+                seconds = entitlement["durationGrant"].removesuffix("s")
+                entitlement["durationGrant"] = {"seconds": seconds, "nanos": 0}
+            if "sourceConnectorIds" in entitlement:
+                entitlement["sourceConnectorIds"] = list(entitlement["sourceConnectorIds"])
+    return page
+
+
+def user(obj: dict[str, Any], shapes: str) -> dict[str, Any]:
+    """A User (inside an exclusion entry) in ``shapes``."""
+    if shapes == "older":
+        obj.pop("origin", None)
+        for name in SOURCES:
+            for source in obj.get(name) or []:
+                source.pop("priority", None)
+    elif shapes == "changed":
+        if obj.get("department"):
+            obj["department"] = {
+                "id": f"dep-{obj['department'].lower()}",
+                "name": obj["department"],
+            }
+        if obj.get("createdAt"):
+            obj["createdAt"] = parse_rfc3339(obj["createdAt"]) // 1_000_000_000
+        if "profile" in obj:
+            obj["profile"] = json.dumps(obj["profile"])
+        if obj.get("managerIds"):
+            obj["managerIds"] = [{"id": manager} for manager in obj["managerIds"]]
+    return obj
+
+
+def automation_exclusions(page: Page, shapes: str) -> Page:
+    """A page of automation exclusions in ``shapes``."""
+    for entry in _items(page):
+        if isinstance(entry.get("user"), dict):
+            user(entry["user"], shapes)
+        if shapes == "changed" and entry.get("appUserId"):
+            entry["appUserId"] = {"appId": entry.get("appId", ""), "id": entry["appUserId"]}
+    return page
+
+
+def grant_feed(page: Page, shapes: str) -> Page:
+    """A page of the grant feed in ``shapes`` (only ``changed`` differs)."""
+    if shapes == "changed":
+        for entry in _items(page):
+            feed = entry.get("feed") or {}
+            if feed.get("ticketId"):
+                feed["ticketId"] = int.from_bytes(feed["ticketId"].encode()[-6:], "big")
+    return page
