@@ -76,6 +76,9 @@ class DryRunLimit:
     def __init__(self, stream: Stream) -> None:
         self._stream = stream
         self._emitted = 0
+        # Whether the limit ended the stream (a stream with exactly as many records as the
+        # limit counts too: whether more would have come is not asked).
+        self.cut_short = False
 
     def apply(self, records: t.Iterable[dict[str, t.Any]]) -> t.Iterator[dict[str, t.Any]]:
         limit = self._stream.ABORT_AT_RECORD_COUNT
@@ -91,6 +94,7 @@ class DryRunLimit:
                     return
                 self._emitted += 1
                 yield record
+            self.cut_short = True
         finally:
             if isinstance(iterator, t.Generator):
                 iterator.close()
@@ -121,6 +125,11 @@ class TapStream(ProgressReportingStream, SnapshotStream):
     def dry_run_limit(self) -> DryRunLimit:
         """This stream's ``--test`` limit; each stream's ``get_records`` applies it."""
         return DryRunLimit(self)
+
+    @property
+    @override
+    def synced_in_full(self) -> bool:
+        return not self.dry_run_limit.cut_short
 
     @property
     def request_budget(self) -> RequestBudget:

@@ -100,9 +100,22 @@ def shared_emulator() -> Emulator:
     return _shared
 
 
+_shaped: dict[str, Emulator] = {}
+
+
+def shaped_emulator(shapes: str) -> Emulator:
+    """Like ``shared_emulator``, answering in another release's field shapes (see
+    emulator/shapes.py): one read-only emulator per shapes for the session."""
+    if shapes not in _shaped:
+        dataset = Dataset(**SMALL_DATASET)
+        _shaped[shapes] = Emulator(dataset, credential=CREDENTIAL, shapes=shapes).start()
+    return _shaped[shapes]
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    if _shared is not None:
-        _shared.stop()
+    for emulator in [_shared, *_shaped.values()]:
+        if emulator is not None:
+            emulator.stop()
 
 
 @pytest.fixture

@@ -4,12 +4,22 @@ in full; the grant feed is untouched."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 from pathlib import Path
 
 import pytest
 
 from emulator import Emulator
-from tests.conftest import catalog_selecting, config_file, parse_singer, run_cli, sync, tap_config
+from tests.conftest import (
+    SyncResult,
+    catalog_selecting,
+    config_file,
+    parse_singer,
+    run_cli,
+    sync,
+    tap_config,
+)
 
 FULL_TABLE = ("apps", "app_entitlements", "automation_exclusions", "users")
 
@@ -69,3 +79,31 @@ def test_a_run_that_fails_half_way_declares_no_snapshot_complete(
     partial = parse_singer(failed.stdout)
     assert partial.records["automation_exclusions"], "the run failed half-way, not at once"
     assert "full_table_snapshots" not in partial.records
+
+
+def dry_run(emulator: Emulator, limit: int) -> SyncResult:
+    """A run with the SDK's record limit, as ``--test`` and the SDK's test suite make it."""
+    from tap_accessgov.tap import TapAccessGov
+
+    tap = TapAccessGov(config=tap_config(emulator), parse_env_config=False)
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+    with contextlib.redirect_stdout(out):
+        tap.run_sync_dry_run(dry_run_record_limit=limit)
+    out.flush()
+    return parse_singer(out.buffer.getvalue().decode())  # type: ignore[attr-defined]
+
+
+def test_with_a_record_limit_only_streams_read_before_it_are_declared_complete(
+    emulator: Emulator,
+) -> None:
+    """A record limit (``--test``'s, the SDK test suite's) ends streams early: a stream that
+    reached it is not complete, one that ended before it is."""
+    apps = len(emulator.dataset.catalog_apps)
+    result = dry_run(emulator, apps)  # every app, not every entitlement
+    assert len(result.records["apps"]) == len(result.records["app_entitlements"]) == apps
+    assert "full_table_snapshots" not in result.records  # "apps" may have had one more
+
+    result = dry_run(emulator, apps + 1)
+    assert len(result.records["apps"]) == apps
+    assert len(result.records["app_entitlements"]) == apps + 1
+    assert [m["stream"] for m in result.records["full_table_snapshots"]] == ["apps"]

@@ -1,0 +1,111 @@
+"""Field shapes on every endpoint: the newest ones are the vendor's published response schemas
+(docs/vendor-openapi/components.json), whether unset fields are omitted or sent empty; the
+older and changed ones differ from them where emulator/shapes.py says, on every endpoint."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from typing import Any
+
+import pytest
+import requests
+from jsonschema import Draft202012Validator
+
+from emulator import Emulator
+from emulator.tests.conftest import CRED, ROOT, login, small_dataset
+
+DOCUMENT = ROOT / "docs" / "vendor-openapi" / "components.json"
+RESPONSES = {
+    "feed": "c1.api.app.v1.SearchGrantFeedResponse",
+    "apps": "c1.api.app.v1.ListAppsResponse",
+    "entitlements": "c1.api.app.v1.ListAppEntitlementsResponse",
+    "exclusions": "c1.api.app.v1.ListAutomationExclusionsResponse",
+}
+
+
+def _without_enums(node: Any) -> Any:
+    """Enum values newer than the description are sent on purpose (clients must pass them
+    through), so the value lists are left out of the check; the types stay."""
+    if isinstance(node, dict):
+        return {k: _without_enums(v) for k, v in node.items() if k != "enum"}
+    if isinstance(node, list):
+        return [_without_enums(v) for v in node]
+    return node
+
+
+@cache
+def validator(response: str) -> Draft202012Validator:
+    components = _without_enums(json.loads(DOCUMENT.read_text())["components"])
+    schema = {"$ref": f"#/components/schemas/{RESPONSES[response]}", "components": components}
+    return Draft202012Validator(schema)
+
+
+def answers(emulator: Emulator) -> dict[str, list[dict[str, Any]]]:
+    """One answer of each endpoint: the feed with everything expanded, the first page of
+    apps, the entitlements of the first app, the exclusions of the first entitlement that
+    has some."""
+    api = login(emulator)
+    url = emulator.url
+    ds = emulator.dataset
+
+    def ok(response: requests.Response) -> dict[str, Any]:
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    app_id, entitlement_id = ds.exclusion_entitlements[0]
+    return {
+        "feed": [ok(api.post(f"{url}/api/v1/grants/feed", json={"expandMask": {"paths": ["*"]}}))],
+        "apps": [ok(api.get(f"{url}/api/v1/apps", params={"page_size": 100}))],
+        "entitlements": [ok(api.get(f"{url}/api/v1/apps/{app_id}/entitlements"))],
+        "exclusions": [
+            ok(
+                api.get(
+                    f"{url}/api/v1/apps/{app_id}/entitlements/{entitlement_id}"
+                    "/automation/exclusions"
+                )
+            )
+        ],
+    }
+
+
+def errors(response: str, page: dict[str, Any]) -> list[str]:
+    return [
+        f"{'.'.join(map(str, e.absolute_path))}: {e.message}"
+        for e in validator(response).iter_errors(page)
+    ]
+
+
+@pytest.mark.parametrize("unpopulated", [None, True, False], ids=["default", "emitted", "omitted"])
+def test_the_newest_shapes_are_the_vendors_published_ones(unpopulated: bool | None) -> None:
+    dataset = small_dataset(events=300)
+    with Emulator(dataset, credential=CRED, emit_unpopulated=unpopulated) as emulator:
+        for response, pages in answers(emulator).items():
+            for page in pages:
+                assert page["list"], response
+                assert errors(response, page) == [], response
+        apps = answers(emulator)["apps"][0]["list"]
+    # the newest release's map, set on some apps
+    assert any(app.get("annotations") for app in apps)
+    assert all(isinstance(app.get("annotations", {}), dict) for app in apps)
+
+
+def test_older_and_changed_shapes_differ_where_shapes_py_says() -> None:
+    dataset = small_dataset(events=300)
+    with Emulator(dataset, credential=CRED, shapes="older") as emulator:
+        older = answers(emulator)
+        emulator.shapes = "changed"
+        changed = answers(emulator)
+    # older: annotations a list, the newest release's fields absent, still the vendor's types
+    apps = older["apps"][0]["list"]
+    assert all(isinstance(app["annotations"], list) for app in apps)
+    assert any(app["annotations"] for app in apps)
+    assert not any("revokeGrantSources" in app for app in apps)
+    users = [entry["user"] for entry in older["exclusions"][0]["list"]]
+    assert not any("origin" in user for user in users)
+    assert {e.split(":")[0] for e in errors("apps", older["apps"][0])} == {
+        f"list.{n}.annotations" for n, app in enumerate(apps) if "annotations" in app
+    }
+    # changed: on every endpoint, answers the vendor's newest schema does not allow
+    for response, pages in changed.items():
+        assert errors(response, pages[0]), f"{response} answers in the newest shapes"
