@@ -9,6 +9,7 @@ server, so a regression in the shipped path fails here."""
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import subprocess
@@ -19,7 +20,9 @@ from pathlib import Path
 import pytest
 
 from emulator import Emulator
+from emulator.catalog import app_entitlement_object, app_object
 from support import emulator_environment_env
+from tap_accessgov import schemas
 from tests.conftest import (
     BIN,
     CREDENTIAL,
@@ -291,3 +294,112 @@ def test_the_readme_plain_pipeline_recipe_keeps_a_state_run_after_run(
     assert failed.returncode != 0
     assert "pipeline failed: state.json left as it was" in failed.stderr
     assert (tmp_path / "state.json").read_text() == kept
+
+
+def loaded_as(value: t.Any, schema: dict[str, t.Any]) -> t.Any:
+    """What a column of target-postgres holds for a value the service sent: int64 strings as
+    integers (the tap's one conversion), date-times as timestamps to the microsecond, JSON
+    values as they were."""
+    if value is None:
+        return None
+    if schema.get("format") == "date-time":
+        return ns(value) // 1000
+    if "integer" in schema["type"] and isinstance(value, str):
+        return int(value)
+    return value
+
+
+def as_loaded(value: t.Any) -> t.Any:
+    """A column's value in the terms of ``loaded_as``."""
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=datetime.UTC)
+        return round(value.timestamp() * 1_000_000)
+    return value
+
+
+def test_tap_piped_into_target_postgres_validating_loads_the_newest_shapes_exactly(
+    meltano_plugins: None, e2e_emulator: Emulator, postgres, tmp_path: Path
+) -> None:
+    """A plain pipe into target-postgres with its default settings, record validation on (as
+    a user who does not take meltano.yml's settings gets it), from a tenant of the service's
+    newest shapes, expanded objects included: the run succeeds and every table holds, column
+    for column, what the service sent."""
+    emulator = e2e_emulator
+    connection, schema = postgres
+    target = ROOT / ".meltano" / "loaders" / "target-postgres" / "venv" / "bin" / "target-postgres"
+    tap_json = tmp_path / "tap.json"
+    tap_json.write_text(json.dumps({**tap_config(emulator), "expand_mask": ["*"]}))
+    target_json = tmp_path / "target.json"
+    target_json.write_text(
+        json.dumps({"sqlalchemy_url": POSTGRES_URL, "default_target_schema": schema})
+    )
+    with (tmp_path / "tap.log").open("w") as tap_log:
+        tap = subprocess.Popen(
+            [str(BIN / "tap-accessgov"), "--config", str(tap_json)],
+            stdout=subprocess.PIPE,
+            stderr=tap_log,
+        )
+        loaded = subprocess.run(
+            [str(target), "--config", str(target_json)],
+            stdin=tap.stdout,
+            capture_output=True,
+            timeout=600,
+            check=False,
+        )
+        assert tap.stdout is not None
+        tap.stdout.close()
+        assert tap.wait(timeout=60) == 0, (tmp_path / "tap.log").read_text()[-3000:]
+    assert loaded.returncode == 0, loaded.stderr.decode()[-3000:]
+    assert "Record Message Validation Error" not in loaded.stderr.decode()
+
+    def rows(table: str) -> list[dict[str, t.Any]]:
+        cursor = connection.execute(f'SELECT * FROM "{schema}"."{table}"')
+        names = [column.name for column in cursor.description]
+        return [
+            {n: as_loaded(v) for n, v in zip(names, row, strict=True) if not n.startswith("_sdc")}
+            for row in cursor.fetchall()
+        ]
+
+    def expected(objects: list[dict[str, t.Any]], stream_schema: dict) -> list[dict]:
+        properties = stream_schema["properties"]
+        return [
+            {
+                name: loaded_as(obj.get(name), sub)
+                for name, sub in properties.items()
+                if name != "snapshotAt"
+            }
+            for obj in objects
+        ]
+
+    def by_key(records: list[dict[str, t.Any]], *key: str) -> dict[tuple, dict]:
+        return {
+            tuple(r[k] for k in key): {k: v for k, v in r.items() if k != "snapshotAt"}
+            for r in records
+        }
+
+    ds = emulator.dataset
+    apps = [app_object(ds, p) for p in ds.current_apps()]
+    assert any(app["annotations"] for app in apps)
+    assert by_key(rows("apps"), "id") == by_key(expected(apps, schemas.APP), "id")
+    entitlements = [
+        app_entitlement_object(ds, p, k)
+        for p in ds.current_apps()
+        for k in ds.catalog.current_entitlements(p)
+    ]
+    assert by_key(rows("app_entitlements"), "appId", "id") == by_key(
+        expected(entitlements, schemas.APP_ENTITLEMENT), "appId", "id"
+    )
+    users = [ds.user(user_id) for user_id in {u for _, _, u in truth_exclusions(emulator)}]
+    assert by_key(rows("users"), "id") == by_key(expected(users, schemas.USER), "id")
+    assert Counter(
+        (r["appId"], r["appEntitlementId"], r["userId"]) for r in rows("automation_exclusions")
+    ) == truth_exclusions(emulator)
+    feed = rows("grant_feed")
+    assert Counter(json.dumps(r["feed"], sort_keys=True) for r in feed) == Counter(
+        json.dumps(e["feed"], sort_keys=True) for e in ds.feed_entries()
+    )
+    assert all(
+        r["app"]["id"] == r["appId"] and r["entitlement"]["id"] == r["appEntitlementId"]
+        for r in feed
+    )
