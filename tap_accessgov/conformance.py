@@ -50,8 +50,16 @@ Notes = list[tuple[str, str]]  # (path of the value, what was done), collected w
 Fit = t.Callable[[t.Any, Notes | None], t.Any]
 
 UNFIT: t.Any = object()
+
+
+class DateTime:
+    """The fitting class of a date-time property: a string that must also be RFC 3339, which
+    the per-record path tests inline (``_RFC3339``)."""
+
+
 _DECIMAL = re.compile(r"-?\d+")
-_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]|[+-]\d{2}:\d{2})")
+_RFC3339 = re.compile(r"\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d:\d\d(?:\.\d+)?(?:[Zz]|[+-]\d\d:\d\d)")
+_IS_RFC3339 = _RFC3339.fullmatch
 _JSON_TYPES = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
 
 
@@ -67,6 +75,20 @@ def _dropped(notes: Notes | None, path: str, value: t.Any, declared: str) -> t.A
     if notes is not None:
         notes.append((path, f"sent {_sent(value)} where the schema says {declared}: dropped"))
     return UNFIT
+
+
+def fitting_class(schema: dict[str, t.Any]) -> type | None:
+    """The one class of value that fits a property as it is, tested before calling its
+    ``Fit`` (a class test is cheaper than a call: this is the per-record path): ``str`` for a
+    plain string, ``dict`` for a free-form object, ``DateTime`` for a date-time...; None
+    where every value needs its Fit."""
+    types = schema.get("type", [])
+    kinds = [k for k in ([types] if isinstance(types, str) else types) if k != "null"]
+    if kinds == ["string"]:
+        return DateTime if schema.get("format") == "date-time" else str
+    if kinds == ["object"] and not schema.get("properties"):
+        return dict
+    return {"integer": int, "boolean": bool}.get(kinds[0]) if len(kinds) == 1 else None
 
 
 def compile_property(schema: dict[str, t.Any], path: str) -> Fit:
@@ -91,11 +113,12 @@ def compile_property(schema: dict[str, t.Any], path: str) -> Fit:
     if kind == "array":
         return _array(compile_property(schema.get("items", {}), f"{path}[]"), path, nullable)
     if kind == "object":
-        properties = {
-            name: compile_property(sub, f"{path}.{name}")
-            for name, sub in (schema.get("properties") or {}).items()
-        }
-        return _object(properties, path, nullable)
+        properties = schema.get("properties") or {}
+        declared = [
+            (name, fitting_class(sub), compile_property(sub, f"{path}.{name}"))
+            for name, sub in properties.items()
+        ]
+        return _object(declared, path, nullable)
     return _any
 
 
@@ -117,7 +140,7 @@ def _string(path: str, nullable: bool) -> Fit:
 
 def _date_time(path: str, nullable: bool) -> Fit:
     def fit(value: t.Any, notes: Notes | None) -> t.Any:
-        if (value.__class__ is str and _RFC3339.fullmatch(value)) or (value is None and nullable):
+        if (value.__class__ is str and _IS_RFC3339(value)) or (value is None and nullable):
             return value
         return _dropped(notes, path, value, "date-time")
 
@@ -173,17 +196,20 @@ def _array(items: Fit, path: str, nullable: bool) -> Fit:
     return fit
 
 
-def _object(properties: dict[str, Fit], path: str, nullable: bool) -> Fit:
+def _object(declared: list[tuple[str, type | None, Fit]], path: str, nullable: bool) -> Fit:
     """An object: its declared properties checked (each nested one is optional, so a misfit
     is dropped alone); other keys pass, as JSON schema allows unless told otherwise."""
-    declared = tuple(properties.items())
 
     def fit(value: t.Any, notes: Notes | None) -> t.Any:
         if value.__class__ is not dict:
             return value if value is None and nullable else _dropped(notes, path, value, "object")
-        for name, sub in declared:
+        for name, cls, sub in declared:
             if name in value:
                 item = value[name]
+                if item.__class__ is cls or (
+                    cls is DateTime and item.__class__ is str and _IS_RFC3339(item)
+                ):
+                    continue
                 fitted = sub(item, notes)
                 if fitted is not item:
                     if fitted is not UNFIT:
@@ -202,10 +228,11 @@ class RecordConformance:
     warning per field and run for what had to be changed."""
 
     def __init__(self, schema: dict[str, t.Any], logger: logging.Logger, stream: str) -> None:
-        self._fits = {
-            name: compile_property(sub, name) for name, sub in schema["properties"].items()
-        }
+        properties = schema["properties"]
+        self._fits = {name: compile_property(sub, name) for name, sub in properties.items()}
+        self._classes = {name: fitting_class(sub) for name, sub in properties.items()}
         self._required = tuple(schema.get("required", ()))
+        self._required_keys = frozenset(self._required)
         self._logger = logger
         self._stream = stream
         self._reported: set[tuple[str, str]] = set()
@@ -215,7 +242,13 @@ class RecordConformance:
         """``row`` itself when it fits (int64 strings made integers), else its repair: None
         for a record that cannot be keyed."""
         fits = self._fits
+        classes = self._classes
         for key, value in row.items():
+            cls = classes.get(key, UNFIT)
+            if value.__class__ is cls or (
+                cls is DateTime and value.__class__ is str and _IS_RFC3339(value)
+            ):
+                continue
             fit = fits.get(key)
             if fit is None:
                 return self._repaired(row)
@@ -224,9 +257,9 @@ class RecordConformance:
                 if fitted is UNFIT:
                     return self._repaired(row)
                 row[key] = fitted  # an existing key: safe while iterating
-        for key in self._required:
-            if row.get(key) is None:
-                return self._repaired(row)
+        # A null key field fails its own check (a required property is not nullable).
+        if not self._required_keys <= row.keys():
+            return self._repaired(row)
         return row
 
     def _repaired(self, row: Record) -> Record | None:

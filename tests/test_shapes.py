@@ -14,7 +14,7 @@ from singer_sdk.typing import DEFAULT_JSONSCHEMA_VALIDATOR
 from emulator import Dataset, Emulator
 from emulator.shapes import SHAPES
 from tap_accessgov.conformance import RecordConformance
-from tap_accessgov.schemas import APP
+from tap_accessgov.schemas import APP, USER
 from tests.conftest import CREDENTIAL, SMALL_DATASET, STREAMS, SyncResult, sync, tap_config
 
 SAID_ONCE = "said once per run"
@@ -142,3 +142,29 @@ def test_a_record_that_fits_is_passed_on_as_it_is() -> None:
         "deletedAt": None,
     }
     assert conformance.apply(record) is record
+
+
+def test_nested_values_are_fitted_where_they_are(caplog: pytest.LogCaptureFixture) -> None:
+    conformance = RecordConformance(USER, logging.getLogger("test"), "users")
+    with caplog.at_level(logging.WARNING):
+        fitted = conformance.apply(
+            {
+                "id": "u",
+                "createdAt": "yesterday",
+                "emails": ["a@example.com", {"address": "b@example.com"}],
+                "emailSources": [{"appId": "x", "priority": "2", "value": 5}],
+                "jobTitleSources": [{"appId": "x"}, "not an object"],
+            }
+        )
+    assert fitted == {
+        "id": "u",
+        "emails": ["a@example.com", '{"address":"b@example.com"}'],
+        "emailSources": [{"appId": "x", "priority": 2, "value": "5"}],
+    }
+    assert sorted(r.getMessage().split(" (said")[0] for r in caplog.records) == [
+        "users.createdAt: sent a string where the schema says date-time: dropped",
+        "users.emailSources[].value: sent a number where the schema says string: kept as JSON text",
+        "users.emails[]: sent an object where the schema says string: kept as JSON text",
+        "users.jobTitleSources: an item does not fit: the whole array dropped",
+        "users.jobTitleSources[]: sent a string where the schema says object: dropped",
+    ]
