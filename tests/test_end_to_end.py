@@ -19,13 +19,14 @@ from pathlib import Path
 
 import pytest
 
-from emulator import Emulator
+from emulator import Dataset, Emulator
 from emulator.catalog import app_entitlement_object, app_object
 from support import emulator_environment_env
 from tap_accessgov import schemas
 from tests.conftest import (
     BIN,
     CREDENTIAL,
+    E2E_DATASET,
     POSTGRES_URL,
     ROOT,
     STREAMS,
@@ -318,15 +319,9 @@ def as_loaded(value: t.Any) -> t.Any:
     return value
 
 
-def test_tap_piped_into_target_postgres_validating_loads_the_newest_shapes_exactly(
-    meltano_plugins: None, e2e_emulator: Emulator, postgres, tmp_path: Path
-) -> None:
-    """A plain pipe into target-postgres with its default settings, record validation on (as
-    a user who does not take meltano.yml's settings gets it), from a tenant of the service's
-    newest shapes, expanded objects included: the run succeeds and every table holds, column
-    for column, what the service sent."""
-    emulator = e2e_emulator
-    connection, schema = postgres
+def pipe_into_target_postgres(emulator: Emulator, schema: str, tmp_path: Path) -> None:
+    """``tap-accessgov | target-postgres``, the target with its default settings (record
+    validation on), into ``schema``; both must succeed and the target refuse no record."""
     target = ROOT / ".meltano" / "loaders" / "target-postgres" / "venv" / "bin" / "target-postgres"
     tap_json = tmp_path / "tap.json"
     tap_json.write_text(json.dumps({**tap_config(emulator), "expand_mask": ["*"]}))
@@ -352,6 +347,18 @@ def test_tap_piped_into_target_postgres_validating_loads_the_newest_shapes_exact
         assert tap.wait(timeout=60) == 0, (tmp_path / "tap.log").read_text()[-3000:]
     assert loaded.returncode == 0, loaded.stderr.decode()[-3000:]
     assert "Record Message Validation Error" not in loaded.stderr.decode()
+
+
+def test_tap_piped_into_target_postgres_validating_loads_the_newest_shapes_exactly(
+    meltano_plugins: None, e2e_emulator: Emulator, postgres, tmp_path: Path
+) -> None:
+    """A plain pipe into target-postgres with its default settings, record validation on (as
+    a user who does not take meltano.yml's settings gets it), from a tenant of the service's
+    newest shapes, expanded objects included: the run succeeds and every table holds, column
+    for column, what the service sent."""
+    emulator = e2e_emulator
+    connection, schema = postgres
+    pipe_into_target_postgres(emulator, schema, tmp_path)
 
     def rows(table: str) -> list[dict[str, t.Any]]:
         cursor = connection.execute(f'SELECT * FROM "{schema}"."{table}"')
@@ -403,3 +410,28 @@ def test_tap_piped_into_target_postgres_validating_loads_the_newest_shapes_exact
         r["app"]["id"] == r["appId"] and r["entitlement"]["id"] == r["appEntitlementId"]
         for r in feed
     )
+
+
+def test_tap_piped_into_target_postgres_validating_loads_changed_shapes(
+    meltano_plugins: None, make_emulator, postgres, tmp_path: Path
+) -> None:
+    """The same pipe from a tenant whose release changed a field's type on every endpoint
+    (emulator/shapes.py): no record is refused, every record is loaded, and the values the
+    tap kept as JSON text are there."""
+    emulator = make_emulator(Dataset(**E2E_DATASET), shapes="changed")
+    connection, schema = postgres
+    pipe_into_target_postgres(emulator, schema, tmp_path)
+
+    def count(table: str) -> int:
+        return connection.execute(f'SELECT count(*) FROM "{schema}"."{table}"').fetchone()[0]
+
+    ds = emulator.dataset
+    assert count("apps") == len(ds.current_apps())
+    assert count("grant_feed") == len(ds.feed_entries())
+    assert count("automation_exclusions") == sum(truth_exclusions(emulator).values())
+    assert count("users") == len({u for _, _, u in truth_exclusions(emulator)})
+    tickets = connection.execute(
+        f'''SELECT feed->>'ticketId' FROM "{schema}".grant_feed WHERE feed ? 'ticketId' '''
+    ).fetchall()
+    assert tickets
+    assert all(ticket.isdigit() for (ticket,) in tickets)
