@@ -5,7 +5,9 @@ incremental).
 The Meltano test runs the path meltano.yml ships (the `emulator` environment, the loader
 settings as declared, the connection from the PG* variables) with nothing exported but the
 secret, the emulator's free port, a schema of its own and the PG* variables of the test
-server, so a regression in the shipped path fails here."""
+server, so a regression in the shipped path fails here. The plain `tap-accessgov |
+target-postgres` tests run the target with its own defaults, record validation on, as a user
+without meltano.yml gets it, from tenants of the newest and of changed shapes."""
 
 from __future__ import annotations
 
