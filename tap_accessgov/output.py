@@ -36,7 +36,9 @@ class OutputWriter(MsgSpecWriter):
     Leaving the chunking to ``sys.stdout``'s buffer is not enough: where PYTHONUNBUFFERED is
     set (common in container images, and in Meltano's own environment when its user sets it)
     ``sys.stdout.buffer`` is the unbuffered file itself, and every record was still one
-    system call (measured: ~10% of the tap's time into /dev/null, more into a pipe). So the
+    system call, which with the grant feed's worker threads also handed the GIL over
+    (measured on 50k events into /dev/null: 1.36 s of CPU and 12,800 context switches,
+    against 1.16 s and 5,100 in chunks; 1.09 s for one request after another). So the
     writer keeps its own chunk: records wait in it until it holds ``CHUNK_BYTES``; every
     other message (SCHEMA, STATE, BATCH, ACTIVATE_VERSION) writes the chunk before itself
     and flushes, so a STATE never precedes the records it covers nor waits behind them.
