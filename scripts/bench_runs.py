@@ -57,11 +57,11 @@ def catalog_for(config_path: Path, stream: str, workdir: Path) -> Path:
     return path
 
 
-def run(command: list[str]) -> tuple[float, int]:
+def run(command: list[str], env: dict[str, str] | None = None) -> tuple[float, int]:
     """Wall seconds and peak RSS (MB) of one child process, output to /dev/null."""
     started = time.perf_counter()
     process = subprocess.Popen(
-        command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT, env=env
     )
     _, status, usage = os.wait4(process.pid, 0)
     elapsed = time.perf_counter() - started

@@ -4,6 +4,10 @@
 
 In one run, alternating the two sides of each comparison and reporting medians:
 
+0. the two headline ratios side by side (``--only ratios``, scripts/ratios_benchmark.py): at
+   50,000 events, the tap alone against the raw loop and the shipped ``meltano run`` against
+   the raw fetch+COPY loop, in the same rounds; ``--baseline REV`` adds another revision's
+   tap to the same rounds (before/after);
 1. grant_feed throughput: the tap (catalog selecting grant_feed, stdout to /dev/null) versus a
    plain loop over the same pages (scripts/raw_loop.py: requests.Session, pageSize 100, json
    parse, one json dump per record): the ratio tap/raw of records per second;
@@ -60,6 +64,7 @@ from bench_runs import (
 )
 from benchmark_snapshots import full_table_snapshots
 from model_benchmark import models_section
+from ratios_benchmark import ratios
 from support import (
     EmulatorProcess,
     Warehouse,
@@ -395,7 +400,17 @@ def discovery(
             )
 
 
-SECTIONS = ("feed", "rss", "exclusions", "discovery", "e2e", "backfill", "models", "snapshots")
+SECTIONS = (
+    "ratios",
+    "feed",
+    "rss",
+    "exclusions",
+    "discovery",
+    "e2e",
+    "backfill",
+    "models",
+    "snapshots",
+)
 
 
 def main() -> None:
@@ -452,6 +467,11 @@ def main() -> None:
         action="store_false",
         help="backfill: skip the meltano run comparison",
     )
+    parser.add_argument(
+        "--baseline",
+        metavar="REV",
+        help="ratios: also run this git revision's tap in the same rounds (before/after)",
+    )
     args = parser.parse_args()
     if unknown := set(args.only) - set(SECTIONS):
         parser.error(f"unknown section(s): {', '.join(sorted(unknown))}")
@@ -464,6 +484,8 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
+        if "ratios" in args.only:
+            ratios(args, workdir, report)
         if set(args.only) & {"feed", "rss", "exclusions", "discovery"}:
             tap_sections(args, workdir, report)
         if "e2e" in args.only:

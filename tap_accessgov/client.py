@@ -20,6 +20,7 @@ from singer_sdk.streams import RESTStream, Stream
 from typing_extensions import override
 
 from tap_accessgov.conformance import RecordConformance
+from tap_accessgov.output import OutputClosedError, OutputWriter
 from tap_accessgov.paging import NextPageTokenPaginator, Page, page_body
 from tap_accessgov.progress import ProgressReportingStream
 from tap_accessgov.retries import (
@@ -103,8 +104,13 @@ class DryRunLimit:
 class TapStream(ProgressReportingStream, SnapshotStream):
     """What every stream of the tap shares, whether it calls the API or not (``users`` reads
     the exclusions' pages): progress lines, full-table snapshots, ``--test``'s one-record
-    limit, records that always fit their SCHEMA, and worker threads that end with the sync
-    that started them."""
+    limit, records that always fit their SCHEMA, worker threads that end with the sync that
+    started them, and the records it wrote out of the writer's chunk when its sync ends
+    (output.py)."""
+
+    def __init__(self, tap: Tap, *args: t.Any, **kwargs: t.Any) -> None:
+        super().__init__(tap, *args, **kwargs)
+        self.output = tap.message_writer
 
     @cached_property
     def conformance(self) -> RecordConformance:
@@ -139,21 +145,35 @@ class TapStream(ProgressReportingStream, SnapshotStream):
     @override  # type: ignore[misc]  # final in the SDK: see the docstring
     def sync(self, context: Context | None = None) -> None:
         """The SDK's sync; however it ends, the worker threads this stream drives end with it,
-        and a failed run still says how the service slowed it down (a successful one says it
-        at its end, ``TapAccessGov.run_completed``).
+        the records it wrote leave the writer's chunk (a failed sync's too, as a buffered
+        stdout would at exit), and a failed run still says how the service slowed it down (a
+        successful one says it at its end, ``TapAccessGov.run_completed``).
 
         The SDK marks ``sync`` final and has no hook at its end: a failure outside
         ``get_records`` (a stream map, a closed output) leaves the records generator suspended
         in the traceback, and its workers would go on fetching (and retrying) after the run.
         This is the one override of it.
         """
+        failed = False
         try:
             super().sync(context)
         except BaseException:
+            failed = True
             self.request_budget.report()
             raise
         finally:
             self.stop_workers()
+            self.flush_output(failed=failed)
+
+    def flush_output(self, *, failed: bool) -> None:
+        """Write out the records waiting in the tap's writer (OutputWriter's chunk). After a
+        failure an output that is closed (often the failure itself) is not a new one."""
+        if isinstance(self.output, OutputWriter):
+            try:
+                self.output.flush()
+            except OutputClosedError:
+                if not failed:
+                    raise
 
     def stop_workers(self) -> None:
         """End the worker threads this stream drives, if any (a failed run must not wait)."""

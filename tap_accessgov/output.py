@@ -1,5 +1,5 @@
 """How Singer messages leave the tap: the SDK's msgspec writer (several times faster than
-simplejson), flushed once per batch of records instead of once per record, and a closed output
+simplejson), records written in chunks instead of one write per record, and a closed output
 reported as such."""
 
 from __future__ import annotations
@@ -14,6 +14,10 @@ from typing_extensions import override
 if t.TYPE_CHECKING:
     from singer_sdk.singerlib import Message
 
+# Records collected before they are written: the size of a Linux pipe's buffer, so a loader
+# (Meltano, the target) wakes up once per chunk of about a hundred records, not per record.
+CHUNK_BYTES = 64 * 1024
+
 
 class OutputClosedError(BaseException):
     """The process reading the tap's output (the loader) stopped reading.
@@ -25,21 +29,41 @@ class OutputClosedError(BaseException):
 
 
 class OutputWriter(MsgSpecWriter):
-    """The SDK's msgspec writer without its flush after every RECORD.
+    """The SDK's msgspec writer, with RECORD messages written in chunks.
 
-    The SDK (0.54) flushes stdout after each message: one write system call per record, and,
-    in a pipeline, one wake-up of the reader (Meltano, the target) per record, which cost
-    ~15% of the tap's time on a 50k-event feed into a pipe. Records now leave in buffer-sized
-    chunks; every other message (SCHEMA, STATE, BATCH, ACTIVATE_VERSION) still flushes, so a
-    STATE never waits behind buffered records and nothing stays behind at exit. A loader that
-    stopped reading is reported as OutputClosedError.
+    The SDK (0.54) writes and flushes stdout after each message: one write system call per
+    record and, in a pipeline, one wake-up of the reader (Meltano, the target) per record.
+    Leaving the chunking to ``sys.stdout``'s buffer is not enough: where PYTHONUNBUFFERED is
+    set (common in container images, and in Meltano's own environment when its user sets it)
+    ``sys.stdout.buffer`` is the unbuffered file itself, and every record was still one
+    system call, which with the grant feed's worker threads also handed the GIL over
+    (measured on 50k events into /dev/null: 1.36 s of CPU and 12,800 context switches,
+    against 1.16 s and 5,100 in chunks; 1.09 s for one request after another). So the
+    writer keeps its own chunk: records wait in it until it holds ``CHUNK_BYTES``; every
+    other message (SCHEMA, STATE, BATCH, ACTIVATE_VERSION) writes the chunk before itself
+    and flushes, so a STATE never precedes the records it covers nor waits behind them.
+    ``flush`` writes what is left (TapStream.sync calls it when a stream's sync ends, failed
+    or not). A loader that stopped reading is reported as OutputClosedError.
     """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._chunk = bytearray()
 
     @override
     def write_message(self, message: Message) -> None:
+        # format_message answers the SDK's one reused buffer: copied into the chunk here.
+        self._chunk += self.format_message(message)
+        if message.type != SingerMessageType.RECORD or len(self._chunk) >= CHUNK_BYTES:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the waiting messages to stdout (looked up now: tests redirect it) and flush."""
+        chunk = bytes(self._chunk)
+        self._chunk.clear()
         try:
-            sys.stdout.buffer.write(self.format_message(message))
-            if message.type != SingerMessageType.RECORD:
-                sys.stdout.flush()
+            while chunk:  # an unbuffered stdout (the raw file) may take part of it per call
+                chunk = chunk[sys.stdout.buffer.write(chunk) :]
+            sys.stdout.flush()
         except BrokenPipeError:
             raise OutputClosedError from None

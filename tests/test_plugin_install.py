@@ -67,3 +67,18 @@ def test_meltano_install_compiles_the_plugins_modules(tmp_path: Path) -> None:
     assert module.exists()
     bytecode = Path(importlib.util.cache_from_source(str(module)))
     assert bytecode.exists(), f"meltano install left {module} uncompiled (meltano.yml env)"
+
+
+def test_the_project_environment_is_installed_compiled() -> None:
+    """The same for the project's own .venv (``python3 tasks.py``'s bootstrap), which runs
+    Meltano itself, the tap of the benchmarks and these tests: every command started from it
+    would otherwise compile Meltano, singer-sdk & co. again (~1.5 s of CPU per `meltano
+    run`). Looked for on modules imported at first use by each, installed by the lock."""
+    if Path(sys.prefix).resolve() != (ROOT / ".venv").resolve():
+        pytest.skip("not run from the environment tasks.py bootstraps")
+    for name in ("meltano.cli", "singer_sdk.streams.core", "sqlalchemy.orm.session"):
+        spec = importlib.util.find_spec(name)
+        assert spec is not None
+        assert spec.origin is not None
+        bytecode = Path(importlib.util.cache_from_source(spec.origin))
+        assert bytecode.exists(), f"{spec.origin} is not compiled (tasks.py bootstrap)"

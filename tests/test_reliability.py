@@ -267,7 +267,7 @@ def test_killed_run_resumes_from_the_last_state_with_every_event_at_least_once(
     config, catalog = feed_only(emulator, page_size=10)
     first = sync(config, catalog=catalog)
     before = emulator.dataset.total
-    emulator.add_events(count=400)
+    emulator.add_events(count=1000)
     new_events = {
         json.dumps(e["feed"], sort_keys=True) for e in emulator.dataset.feed_entries()[before:]
     }
@@ -294,9 +294,9 @@ def test_killed_run_resumes_from_the_last_state_with_every_event_at_least_once(
         )
         assert process.stdout is not None
         lines = []
-        for line in process.stdout:
+        for line in process.stdout:  # records arrive in chunks (output.py): kill mid-run
             lines.append(line)
-            if sum('"type":"RECORD"' in x.replace(" ", "") for x in lines) == 150:
+            if sum('"type":"RECORD"' in x.replace(" ", "") for x in lines) >= 150:
                 os.kill(process.pid, signal.SIGKILL)
                 break
         lines.extend(process.stdout.read().splitlines(keepends=True))
@@ -315,7 +315,7 @@ def test_killed_run_resumes_from_the_last_state_with_every_event_at_least_once(
         json.dumps(r["feed"], sort_keys=True) for r in killed.records.get("grant_feed", [])
     ]
     delivered_rerun = [json.dumps(r["feed"], sort_keys=True) for r in rerun.records["grant_feed"]]
-    assert len(delivered_killed) == 150
+    assert 150 <= len(delivered_killed) < len(new_events)
     assert new_events <= set(delivered_rerun), "every new event arrives after the restart"
     rereads = len(set(delivered_killed) & set(delivered_rerun))
     with capsys.disabled():

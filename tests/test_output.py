@@ -1,0 +1,109 @@
+"""How the tap's messages leave it (output.py): records in chunks whatever stdout's buffering,
+in the order they were made, and none left behind when a stream's sync fails."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import typing as t
+
+import pytest
+
+from tap_accessgov.grant_feed import GrantFeedStream
+from tap_accessgov.output import CHUNK_BYTES
+from tap_accessgov.tap import TapAccessGov
+from tests.conftest import (
+    catalog_selecting,
+    listed_exclusion_entitlements,
+    parse_singer,
+    shared_emulator,
+    sync,
+    tap_config,
+)
+
+
+class RawStdout(io.RawIOBase):
+    """The file under an unbuffered stdout (``python -u``, PYTHONUNBUFFERED): every write
+    is a system call, recorded here; ``limit`` bytes at most per call, as a pipe may take."""
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.data = bytearray()
+        self.writes = 0
+        self.limit = limit
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: t.Any) -> int:
+        taken = bytes(data)[: self.limit]
+        self.writes += 1
+        self.data += taken
+        return len(taken)
+
+
+def without_extraction_time(message: dict[str, t.Any]) -> dict[str, t.Any]:
+    return {key: value for key, value in message.items() if key != "time_extracted"}
+
+
+def feed_config() -> dict[str, t.Any]:
+    """The feed read one page after another: the same output, in the same order, each run."""
+    emulator = shared_emulator()
+    return {
+        **tap_config(emulator),
+        "exclusion_entitlements": listed_exclusion_entitlements(emulator),
+        "max_concurrency": 1,
+    }
+
+
+@pytest.mark.parametrize("limit", [None, 1000], ids=["whole-writes", "partial-writes"])
+def test_records_leave_in_chunks_even_when_stdout_is_unbuffered(limit: int | None) -> None:
+    """Under PYTHONUNBUFFERED, ``sys.stdout.buffer`` is the raw file: the output is still
+    written a chunk at a time (not once per record), and is the same messages in the same
+    order as through a buffered stdout."""
+    config = feed_config()
+    catalog = catalog_selecting(config, {"grant_feed": None})
+    expected = sync(config, catalog=catalog)
+    raw = RawStdout(limit)
+    # What `python -u` makes of stdout: a text layer writing straight through to the file.
+    unbuffered = io.TextIOWrapper(raw, encoding="utf-8", write_through=True)  # type: ignore[arg-type]
+    with contextlib.redirect_stdout(unbuffered):
+        TapAccessGov(config=config, catalog=catalog, parse_env_config=False).sync_all()
+    got = parse_singer(raw.data.decode())
+    assert [without_extraction_time(m) for m in got.messages] == [
+        without_extraction_time(m) for m in expected.messages
+    ]
+    records = len(got.records["grant_feed"])
+    assert records > 1000
+    if limit is None:
+        others = len(got.messages) - records
+        assert raw.writes <= others + len(raw.data) // CHUNK_BYTES + 1
+        assert raw.writes < records / 20
+
+
+def test_the_records_of_a_failed_sync_are_written_before_it_fails(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A sync that fails after some records still writes them (as a buffered stdout would
+    at exit): none stays in the writer's chunk."""
+    config = feed_config()
+    catalog = catalog_selecting(config, {"grant_feed": None})
+    seen = 0
+    post_process = GrantFeedStream.post_process
+
+    def failing_after_some(
+        self: GrantFeedStream, row: dict[str, t.Any], context: t.Any = None
+    ) -> dict[str, t.Any] | None:
+        nonlocal seen
+        seen += 1
+        if seen > 150:
+            msg = "the service changed its mind"
+            raise RuntimeError(msg)
+        return post_process(self, row, context)
+
+    monkeypatch.setattr(GrantFeedStream, "post_process", failing_after_some)
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+    with contextlib.redirect_stdout(out), pytest.raises(RuntimeError, match="changed its mind"):
+        TapAccessGov(config=config, catalog=catalog, parse_env_config=False).sync_all()
+    out.flush()
+    got = parse_singer(out.buffer.getvalue().decode())  # type: ignore[attr-defined]
+    assert len(got.records["grant_feed"]) == 150
