@@ -59,7 +59,7 @@
       instead of becoming a row of nulls.
     -#}
     {%- if execute -%}
-    {%- set directory = env_var('ACCESSGOV_JSONL_DIR', '.demo/output') -%}
+    {%- set directory = env_var('ACCESSGOV_JSONL_DIR', '.demo/output') | replace("\\", "\\\\") | replace("'", "\\'") -%}
     {%- for source in graph.sources.values() if source.package_name == project_name and source.source_name == 'accessgov' -%}
         {%- if loop.first -%}
             {%- do run_query('create database if not exists ' ~ adapter.quote(source.schema)) -%}
