@@ -63,7 +63,7 @@ from bench_runs import (
     with_settings,
 )
 from benchmark_snapshots import full_table_snapshots
-from model_benchmark import models_section
+from model_benchmark import ENGINES, models_section
 from ratios_benchmark import ratios
 from support import (
     EmulatorProcess,
@@ -192,6 +192,7 @@ def models(args: argparse.Namespace, workdir: Path, report: t.Callable[[str], No
     warehouse = Warehouse()
     try:
         models_section(
+            args.model_engines,
             args.model_events,
             args.nightly_events,
             workdir,
@@ -453,6 +454,13 @@ def main() -> None:
         help="grant events of the models section's loads and builds (comma-separated)",
     )
     parser.add_argument(
+        "--model-engines",
+        type=lambda text: text.split(","),
+        default=["postgres", "duckdb"],
+        help="models section: engines, comma-separated, of postgres, duckdb, spark "
+        "(default: postgres,duckdb; Spark takes minutes at the demo's size)",
+    )
+    parser.add_argument(
         "--nightly-events",
         type=int,
         default=1_000,
@@ -475,6 +483,8 @@ def main() -> None:
     args = parser.parse_args()
     if unknown := set(args.only) - set(SECTIONS):
         parser.error(f"unknown section(s): {', '.join(sorted(unknown))}")
+    if unknown := set(args.model_engines) - set(ENGINES):
+        parser.error(f"unknown engine(s): {', '.join(sorted(unknown))}")
 
     lines: list[str] = []
 

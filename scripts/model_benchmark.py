@@ -9,7 +9,10 @@ every model right away (timed: the build):
 - PostgreSQL: ``meltano invoke target-postgres`` as meltano.yml configures it (COPY, merge on
   the primary key) into a new schema, then ``meltano invoke dbt-postgres build``;
 - DuckDB: ``meltano invoke target-jsonl`` into a new directory, then ``meltano invoke
-  dbt-duckdb build`` over those files (the embedded default).
+  dbt-duckdb build`` over those files (the embedded default);
+- Spark, when ``--model-engines`` names it: ``meltano invoke target-jsonl`` into a new
+  directory, then ``meltano invoke dbt-spark:build`` over those files (a JVM started, a new
+  metastore and warehouse).
 
 Both times include Meltano's start (a few seconds, the same at every size), as a user's run
 does. Then the nightly case at the largest size: the emulator adds a night's events, the tap
@@ -35,9 +38,9 @@ from support import BIN, ROOT, TAP, EmulatorProcess, Warehouse, libpq_env
 if t.TYPE_CHECKING:
     from collections.abc import Callable
 
-ENGINES = ("postgres", "duckdb")
-LABELS = {"postgres": "PostgreSQL", "duckdb": "DuckDB"}
-LOADERS = {"postgres": "target-postgres", "duckdb": "target-jsonl"}
+ENGINES = ("postgres", "duckdb", "spark")  # Spark only when asked (--model-engines): minutes
+LABELS = {"postgres": "PostgreSQL", "duckdb": "DuckDB", "spark": "Spark"}
+LOADERS = {"postgres": "target-postgres", "duckdb": "target-jsonl", "spark": "target-jsonl"}
 
 
 @dataclass
@@ -120,7 +123,7 @@ def load(side: Side, messages: Path) -> float:
 
 def build(side: Side) -> Build:
     """``dbt build`` of every model and test, and the slowest model from run_results.json."""
-    seconds = meltano(side, "invoke", f"dbt-{side.engine}", "build")
+    seconds = meltano(side, "invoke", f"dbt-{side.engine}:build")
     results = json.loads((side.target / "run_results.json").read_text())
     models = {
         result["unique_id"].rsplit(".", 1)[-1]: float(result["execution_time"])
@@ -153,17 +156,20 @@ def fresh_side(engine: str, workdir: Path, name: str, schemas: Warehouse) -> Sid
             "DBT_POSTGRES_SCHEMA": schemas.new_schema(f"models_{name}"),
         }
     else:
-        jsonl = workdir / f"jsonl-{name}"
+        jsonl = workdir / f"jsonl-{engine}-{name}"
         jsonl.mkdir()
-        tables = {
-            "TARGET_JSONL_DESTINATION_PATH": str(jsonl),
-            "DBT_DUCKDB_JSONL_DIR": str(jsonl),
-            "DBT_DUCKDB_DATABASE_PATH": str(workdir / f"models-{name}.duckdb"),
-        }
+        tables = {"TARGET_JSONL_DESTINATION_PATH": str(jsonl)}
+        if engine == "duckdb":
+            tables["DBT_DUCKDB_JSONL_DIR"] = str(jsonl)
+            tables["DBT_DUCKDB_DATABASE_PATH"] = str(workdir / f"models-{name}.duckdb")
+        else:
+            tables["DBT_SPARK_JSONL_DIR"] = str(jsonl)
+            tables["DBT_SPARK_WAREHOUSE_DIR"] = str(workdir / f"spark-warehouse-{name}")
     return Side(engine, env | tables, log=workdir / f"{engine}-{name}.log", target=target)
 
 
 def models_section(
+    engines: list[str],
     sizes: list[int],
     nightly_events: int,
     workdir: Path,
@@ -182,7 +188,7 @@ def models_section(
                 f"models: {events:,} events (the tap's output: {records:,} records), "
                 f"load into fresh tables, then dbt build; {load_average()}"
             )
-            sides = [fresh_side(engine, workdir, str(events), schemas) for engine in ENGINES]
+            sides = [fresh_side(engine, workdir, str(events), schemas) for engine in engines]
             for side in sides:
                 engine = side.engine
                 load_s = load(side, messages)
@@ -198,7 +204,7 @@ def models_section(
             tenant.stop()
     low, high = min(sizes), max(sizes)
     if low != high:
-        for engine in ENGINES:
+        for engine in engines:
             big, small = builds[engine, high], builds[engine, low]
             report(
                 f"  {LABELS[engine]:<10} build {high:,} / {low:,} events = "

@@ -124,7 +124,7 @@ def test_the_dbt_project_writes_each_shared_rule_once() -> None:
     rules = {
         "unset field": (r"nullif\(|not in \(''", "macros/unset_fields.sql"),
         "catalog names": (r"ref\('stg_app(s|_entitlements)'\)", "macros/catalog_names.sql"),
-        "latest copy": (r"row_number\(\)[^;]*?\"updatedAt\"", "macros/snapshots.sql"),
+        "latest copy": (r"row_number\(\)[^;]*?updatedAt", "macros/snapshots.sql"),
     }
     files = sql_files()
     assert len(files) > 10

@@ -1,13 +1,4 @@
-{# Small cross-database helpers: the same SQL on DuckDB and PostgreSQL. #}
-
-{% macro json_text(column, key) -%}
-    {#- A JSON object's field as text: PostgreSQL jsonb, DuckDB JSON or STRUCT alike. -#}
-    ({{ column }} ->> '{{ key }}')
-{%- endmacro %}
-
-{% macro timestamp_tz(expression) -%}
-    cast({{ expression }} as timestamp with time zone)
-{%- endmacro %}
+{# The as-of question. The engines' differences are in dialect.sql. #}
 
 {% macro as_of_instant(at=none) -%}
     {#- The instant `at` (text), else the var as_of, else ACCESSGOV_AS_OF, else now. -#}

@@ -8,9 +8,9 @@
 
 {% macro complete_snapshots(stream) -%}
     {#- The instants of the complete snapshots of `stream`, one row each (JSONL may repeat). -#}
-    select distinct {{ timestamp_tz('"snapshotAt"') }} as snapshot_at
+    select distinct {{ timestamp_tz(adapter.quote('snapshotAt')) }} as snapshot_at
     from {{ source('accessgov', 'full_table_snapshots') }}
-    where "stream" = '{{ stream }}'
+    where {{ adapter.quote('stream') }} = '{{ stream }}'
 {%- endmacro %}
 
 {% macro latest_complete_snapshot(stream) -%}
@@ -21,7 +21,7 @@
     -#}
     select loaded.*
     from {{ source('accessgov', stream) }} as loaded
-    where {{ timestamp_tz('loaded."snapshotAt"') }} = (
+    where {{ timestamp_tz('loaded.' ~ adapter.quote('snapshotAt')) }} = (
         select max(snapshots.snapshot_at)
         from ({{ complete_snapshots(stream) }}) as snapshots
     )
@@ -40,7 +40,7 @@
             row_number() over (
                 partition by
                 {%- for column in key %} in_snapshot.{{ adapter.quote(column) }}{{ "," if not loop.last }}{% endfor %}
-                order by {{ timestamp_tz('in_snapshot."updatedAt"') }} desc nulls last
+                order by {{ timestamp_tz('in_snapshot.' ~ adapter.quote('updatedAt')) }} desc nulls last
             ) as copy_rank
         from ({{ latest_complete_snapshot(stream) }}) as in_snapshot
     ) as copies

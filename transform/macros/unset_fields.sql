@@ -2,7 +2,7 @@
     {#-
       A text field of the service, null when unset: empty, or the enum's zero value
       (macros.yml). In a staging model:
-          {{ unset_as_null('"status"', enum_zero='UNKNOWN') }} as status
+          {{ unset_as_null(adapter.quote('status'), enum_zero='UNKNOWN') }} as status
     -#}
     {%- if enum_zero is none -%}
         nullif({{ expression }}, '')

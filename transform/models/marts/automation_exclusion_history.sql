@@ -8,11 +8,11 @@ with snapshots as (
 
 seen as (
     select distinct
-        "appId" as app_id,
-        "appEntitlementId" as app_entitlement_id,
-        "appUserId" as app_user_id,
-        "userId" as user_id,
-        {{ timestamp_tz('"snapshotAt"') }} as snapshot_at
+        {{ adapter.quote('appId') }} as app_id,
+        {{ adapter.quote('appEntitlementId') }} as app_entitlement_id,
+        {{ adapter.quote('appUserId') }} as app_user_id,
+        {{ adapter.quote('userId') }} as user_id,
+        {{ timestamp_tz(adapter.quote('snapshotAt')) }} as snapshot_at
     from {{ source('accessgov', 'automation_exclusions') }}
 ),
 

@@ -1,19 +1,19 @@
 -- Every stretch of time a grant was held: opened by an ADDED while not held, closed by the
 -- next REMOVED. A grant whose first event is a REMOVED was held since before the data began:
 -- its interval has no granted_at. revoked_at null = held now.
+-- The window is written out in each call, not named (WINDOW clause): Snowflake has none.
+{%- set grant_order -%}
+    partition by app_id, app_entitlement_id, app_user_id order by event_at, same_instant_order
+{%- endset %}
 with boundaries as (
     select
         *,
-        lead(lifecycle_effect) over grant_order as next_effect,
-        lead(event_at) over grant_order as next_event_at,
-        lead(ticket_id) over grant_order as next_ticket_id,
-        lag(lifecycle_effect) over grant_order as previous_effect
+        lead(lifecycle_effect) over ({{ grant_order }}) as next_effect,
+        lead(event_at) over ({{ grant_order }}) as next_event_at,
+        lead(ticket_id) over ({{ grant_order }}) as next_ticket_id,
+        lag(lifecycle_effect) over ({{ grant_order }}) as previous_effect
     from {{ ref('int_grant_lifecycle_events') }}
     where lifecycle_effect is not null
-    window grant_order as (
-        partition by app_id, app_entitlement_id, app_user_id
-        order by event_at, same_instant_order
-    )
 ),
 
 intervals as (
@@ -53,10 +53,10 @@ numbered as (
 )
 
 select
-    md5(
-        app_id || '/' || app_entitlement_id || '/' || app_user_id
-        || '/' || cast(interval_number as {{ dbt.type_string() }})
-    ) as interval_id,
+    {{ dbt.hash(
+        "app_id || '/' || app_entitlement_id || '/' || app_user_id || '/' || cast(interval_number as "
+        ~ dbt.type_string() ~ ")"
+    ) }} as interval_id,
     app_id,
     app_display_name,
     app_entitlement_id,

@@ -4,10 +4,10 @@
 -- entitlements are gone. Unset fields are null (macros/unset_fields.sql); an unset
 -- isAutomationEnabled is false.
 select
-    "appId" as app_id,
-    "id" as app_entitlement_id,
-    {{ unset_as_null('"displayName"') }} as display_name,
-    coalesce("isAutomationEnabled", false) as is_automation_enabled,
-    cast("grantCount" as {{ dbt.type_bigint() }}) as grant_count,
-    {{ timestamp_tz('"updatedAt"') }} as updated_at
+    {{ adapter.quote('appId') }} as app_id,
+    {{ adapter.quote('id') }} as app_entitlement_id,
+    {{ unset_as_null(adapter.quote('displayName')) }} as display_name,
+    coalesce({{ adapter.quote('isAutomationEnabled') }}, false) as is_automation_enabled,
+    cast({{ adapter.quote('grantCount') }} as {{ dbt.type_bigint() }}) as grant_count,
+    {{ timestamp_tz(adapter.quote('updatedAt')) }} as updated_at
 from ({{ current_rows('app_entitlements', key=['appId', 'id']) }}) as app_entitlements

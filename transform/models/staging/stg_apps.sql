@@ -2,8 +2,8 @@
 -- (macros/snapshots.sql: its latest complete snapshot, the most recently updated copy of each
 -- app). Unset fields are null (macros/unset_fields.sql).
 select
-    "id" as app_id,
-    {{ unset_as_null('"displayName"') }} as display_name,
-    cast("userCount" as {{ dbt.type_bigint() }}) as user_count,
-    {{ timestamp_tz('"updatedAt"') }} as updated_at
+    {{ adapter.quote('id') }} as app_id,
+    {{ unset_as_null(adapter.quote('displayName')) }} as display_name,
+    cast({{ adapter.quote('userCount') }} as {{ dbt.type_bigint() }}) as user_count,
+    {{ timestamp_tz(adapter.quote('updatedAt')) }} as updated_at
 from ({{ current_rows('apps', key=['id']) }}) as apps

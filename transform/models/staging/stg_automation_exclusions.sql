@@ -3,8 +3,8 @@
 -- failed half-way are history (automation_exclusion_history), not current. Unset fields are
 -- null (macros/unset_fields.sql).
 select distinct
-    "appId" as app_id,
-    "appEntitlementId" as app_entitlement_id,
-    {{ unset_as_null('"appUserId"') }} as app_user_id,
-    "userId" as user_id
+    {{ adapter.quote('appId') }} as app_id,
+    {{ adapter.quote('appEntitlementId') }} as app_entitlement_id,
+    {{ unset_as_null(adapter.quote('appUserId')) }} as app_user_id,
+    {{ adapter.quote('userId') }} as user_id
 from ({{ latest_complete_snapshot('automation_exclusions') }}) as exclusions

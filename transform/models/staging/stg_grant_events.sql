@@ -4,11 +4,11 @@
 -- (macros/unset_fields.sql); an unset event type is the enum's zero value.
 with loaded as (
     select
-        "appId" as app_id,
-        "appEntitlementId" as app_entitlement_id,
-        "appUserId" as app_user_id,
-        coalesce({{ unset_as_null('"eventType"') }}, 'GRANT_EVENT_TYPE_UNSPECIFIED') as event_type,
-        {{ timestamp_tz('"date"') }} as event_at,
+        {{ adapter.quote('appId') }} as app_id,
+        {{ adapter.quote('appEntitlementId') }} as app_entitlement_id,
+        {{ adapter.quote('appUserId') }} as app_user_id,
+        coalesce({{ unset_as_null(adapter.quote('eventType')) }}, 'GRANT_EVENT_TYPE_UNSPECIFIED') as event_type,
+        {{ timestamp_tz(adapter.quote('date')) }} as event_at,
         {{ unset_as_null(json_text('feed', 'ticketId')) }} as ticket_id
     from {{ source('accessgov', 'grant_feed') }}
 ),

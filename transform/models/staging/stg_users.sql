@@ -3,10 +3,10 @@
 -- updated copy of each user). Unset fields are null (macros/unset_fields.sql), the status
 -- enums' zero value UNKNOWN included.
 select
-    "id" as user_id,
-    {{ unset_as_null('"displayName"') }} as display_name,
-    {{ unset_as_null('"email"') }} as email,
-    {{ unset_as_null('"status"', enum_zero='UNKNOWN') }} as status,
-    {{ unset_as_null('"directoryStatus"', enum_zero='UNKNOWN') }} as directory_status,
-    {{ timestamp_tz('"updatedAt"') }} as updated_at
+    {{ adapter.quote('id') }} as user_id,
+    {{ unset_as_null(adapter.quote('displayName')) }} as display_name,
+    {{ unset_as_null(adapter.quote('email')) }} as email,
+    {{ unset_as_null(adapter.quote('status'), enum_zero='UNKNOWN') }} as status,
+    {{ unset_as_null(adapter.quote('directoryStatus'), enum_zero='UNKNOWN') }} as directory_status,
+    {{ timestamp_tz(adapter.quote('updatedAt')) }} as updated_at
 from ({{ current_rows('users', key=['id']) }}) as users
