@@ -21,6 +21,7 @@ grant and reads its filters and paging from a strict protobuf-JSON body.
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Iterable
 from typing import Any, NamedTuple
@@ -325,14 +326,15 @@ def search_grants(
     search, page_size, page_token = _parse_search(body)
     digest = digest_of(["search_grants", *search])
     start = tokens.decode(page_token, digest) if page_token else 0
-    matching = list(_matching(grants, search))
-    end = min(start + page_size, len(matching))
-    next_token = tokens.encode(end, digest) if end < len(matching) else ""
+    # The page and one more grant, which says whether there is a next page.
+    page_rows = list(itertools.islice(_matching(grants, search), start, start + page_size + 1))
+    end = start + min(page_size, len(page_rows))
+    next_token = tokens.encode(end, digest) if len(page_rows) > page_size else ""
     expanded: list[dict[str, Any]] = []
     app_paths: dict[int, str] = {}
     entitlements: dict[tuple[int, int], dict[str, Any]] = {}
     items = []
-    for row in matching[start:end]:
+    for row in page_rows[:page_size]:
         a, k = row[0], row[1]
         if (a, k) not in entitlements:
             entitlements[(a, k)] = app_entitlement_object(grants.catalog, a, k)
