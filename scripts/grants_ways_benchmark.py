@@ -53,24 +53,29 @@ Grant = tuple[str, str, str]
 
 
 class Client:
-    """One token for the tenant, a requests session per worker thread."""
+    """A token for the tenant (``login`` before each measured side: a token lasts 10 minutes,
+    a sequential side on the large tenant about 2), a requests session per worker thread."""
 
     def __init__(self, emulator: EmulatorProcess) -> None:
-        tenant = emulator.tenant()
-        self.url = tenant["url"]
+        self._tenant = emulator.tenant()
+        self.url = self._tenant["url"]
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self.received = 0  # bytes of the answers' bodies
+        self.login()
+
+    def login(self) -> None:
         token = requests.post(
             f"{self.url}/auth/v1/token",
             data={
                 "grant_type": "client_credentials",
-                "client_id": tenant["client_id"],
-                "client_secret": tenant["client_secret"],
+                "client_id": self._tenant["client_id"],
+                "client_secret": self._tenant["client_secret"],
             },
             timeout=30,
         ).json()["access_token"]
         self._headers = {"Authorization": f"Bearer {token}"}
-        self._local = threading.local()
-        self._lock = threading.Lock()
-        self.received = 0  # bytes of the answers' bodies
+        self._local = threading.local()  # new sessions carry the new token
 
     def _count(self, response: requests.Response) -> dict[str, t.Any]:
         response.raise_for_status()
@@ -182,6 +187,7 @@ def measure(name: str, args: argparse.Namespace, workdir: Path) -> list[str]:
             found: dict[str, set[Grant]] = {}
             for _ in range(args.rounds):
                 for way, read in WAYS.items():
+                    client.login()
                     emulator.control("reset-stats", {})
                     client.received = 0
                     start = time.perf_counter()

@@ -11,6 +11,7 @@ import pytest
 import requests
 
 from emulator import Dataset, Emulator
+from emulator.__main__ import parse_args
 from emulator.lifecycle import ADDED, REMOVED
 from emulator.tests.conftest import CRED, login, small_dataset
 from emulator.tests.test_catalog import entries, list_all
@@ -323,3 +324,22 @@ def test_removed_accounts_entitlements_and_apps_hold_nothing_now(fresh: Emulator
     assert per_entitlement(api, fresh) == expected
     assert per_app(api, fresh) == expected
     assert known[:3] in {i[:3] for i in ds.grants_at()}  # the feed still holds it
+
+
+def test_how_many_grants_are_older_than_the_feed_is_a_setting() -> None:
+    """``grants_before_feed`` (``--grants-before-feed``) grants of users' accounts, plus
+    those of the accounts nobody owns, whatever the setting."""
+    assert parse_args(["--grants-before-feed", "7"]).grants_before_feed == 7
+    assert parse_args([]).grants_before_feed is None
+
+    def older(ds: Dataset) -> tuple[int, int]:
+        owners = {(a.app_id, a.app_user_id): a.user_id for a in ds.app_users()}
+        grants = [g for g in ds.current_grants() if not g.feed_knows]
+        owned = sum(1 for g in grants if owners[g.app_id, g.app_user_id])
+        return owned, len(grants) - owned
+
+    none, some = small_dataset(grants_before_feed=0), small_dataset(grants_before_feed=40)
+    assert older(none)[0] == 0
+    assert older(some) == (40, older(none)[1])
+    assert older(none)[1] > 0
+    assert older(small_dataset())[0] == 3000 // 8  # by default, one for every eight events
