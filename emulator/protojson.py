@@ -1,7 +1,7 @@
 """Reading a POST search's body the way the service's protobuf-JSON parser does: either
 spelling of a field name (JSON or proto), an unknown or repeated field, a wrong type or a
-bad int32 is a 400 naming the field. The searches added after the grant feed read their
-bodies here (the feed keeps its own copy of the same rules in emulator/feed.py).
+bad int32 is a 400 naming the field. The grant feed and the grant search read their bodies
+here.
 """
 
 from __future__ import annotations
