@@ -96,6 +96,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=None,
         help="app entitlements in the whole catalog (default: a few per catalog-only app)",
     )
+    p.add_argument(
+        "--grants-before-feed",
+        type=int,
+        default=None,
+        help="grants held now that were made before the feed began, which it never names "
+        "(default: one for every eight events)",
+    )
     p.add_argument("--credential-seed", type=int, default=7)
     p.add_argument("--tenant", default="acme.accessgov.test")
     p.add_argument(
@@ -121,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         catalog_apps=args.catalog_apps,
         catalog_entitlements=args.catalog_entitlements,
         distribution=args.distribution,
+        grants_before_feed=args.grants_before_feed,
     )
     credential = make_credential(seed=args.credential_seed, tenant=args.tenant)
     emulator = Emulator(

@@ -3,7 +3,8 @@ ground truth tests compare a client's output with.
 
 Each concern keeps its data and its endpoint's answers in the module named for it: the catalog
 (emulator/catalog.py), users (users.py), automation exclusions (exclusions.py), grant
-lifecycles (lifecycle.py) and the grant feed (feed.py). ``Dataset`` builds them in dependency
+lifecycles (lifecycle.py), the grant feed (feed.py), the directory (directory.py), accounts
+(accounts.py) and the grants held now (grants.py). ``Dataset`` builds them in dependency
 order and answers the questions a test asks of the whole tenant; ``remove``/``restore`` route
 an administrator's deletion to the concern that owns it.
 """
@@ -15,9 +16,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from emulator import lifecycle
+from emulator.accounts import Account, Accounts
 from emulator.catalog import App, Catalog
+from emulator.directory import Directory, DirectoryUser
 from emulator.exclusions import Exclusions
 from emulator.feed import DISTRIBUTIONS, Event, GrantFeed
+from emulator.grants import CurrentGrant, CurrentGrants
 from emulator.seed import Seed
 from emulator.timefmt import to_ns
 from emulator.users import Users
@@ -31,8 +35,9 @@ def _end_default() -> datetime:
 
 
 class Dataset:
-    """Apps, entitlements, users, app users, tickets, grant feed events, exclusions: one
-    tenant, as ``catalog``, ``users``, ``exclusions`` and ``feed``."""
+    """Apps, entitlements, users, app users, tickets, grant feed events, exclusions, the
+    grants held now: one tenant, as ``catalog``, ``users``, ``exclusions``, ``feed``,
+    ``directory``, ``accounts`` and ``grants``."""
 
     def __init__(
         self,
@@ -48,6 +53,7 @@ class Dataset:
         catalog_apps: int = 120,
         catalog_entitlements: int | None = None,
         distribution: str = "uniform",
+        grants_before_feed: int | None = None,
     ) -> None:
         if apps < 1 or users < 1 or events < 0 or span_days < 1:
             raise ValueError("need apps >= 1, users >= 1, events >= 0, span_days >= 1")
@@ -84,6 +90,17 @@ class Dataset:
             end_ns=self.end_ns,
             span_days=span_days,
             distribution=distribution,
+        )
+        # Accounts and the grants held now (the feed's, and those made before it: by default
+        # one for every eight events, about as many as the feed holds at its end).
+        self.directory = Directory(key, self.users, extra=users)
+        self.accounts = Accounts(key, self.catalog, self.users)
+        self.grants = CurrentGrants(
+            key,
+            self.accounts,
+            self.feed,
+            plan,
+            before_feed=events // 8 if grants_before_feed is None else grants_before_feed,
         )
 
     # ----- catalog ----------------------------------------------------------------------------
@@ -139,6 +156,28 @@ class Dataset:
 
     def user_of_app_user(self, app_user_id: str) -> str:
         return self.users.user_of_app_user(app_user_id)
+
+    def directory_users(self) -> list[DirectoryUser]:
+        """Ground truth: the directory as ``GET /api/v1/users`` lists it now (removed users
+        left out), with each user's status in the service and in the directory."""
+        return self.directory.truth()
+
+    # ----- accounts and the grants held now ---------------------------------------------------
+
+    def app_users(self) -> list[Account]:
+        """Ground truth: every account the feed's apps list now, with its owner (None:
+        nobody owns it), type and status (the catalog's other apps have none)."""
+        return [
+            self.accounts.truth(a, n)
+            for a in self.catalog.current_apps()
+            if a < len(self.catalog.feed_apps)
+            for n in self.accounts.listed(a)
+        ]
+
+    def current_grants(self) -> list[CurrentGrant]:
+        """Ground truth: the grants the service holds now (removals applied), by app,
+        entitlement and app user; ``feed_knows`` False marks those older than the feed."""
+        return self.grants.current()
 
     # ----- automation exclusions --------------------------------------------------------------
 
@@ -216,16 +255,23 @@ class Dataset:
         app_id: str | None = None,
         app_entitlement_id: str | None = None,
         user_id: str | None = None,
+        app_user_id: str | None = None,
     ) -> None:
         """Delete something on the service, as an administrator would between two runs:
 
         - ``app_id``, ``app_entitlement_id`` and ``user_id``: one automation exclusion;
-        - ``user_id`` alone: a user (gone from every exclusion list);
+        - ``user_id`` alone: a user (gone from every exclusion list and from the directory;
+          the accounts it owns still name it);
+        - ``app_id`` and ``app_user_id``: an account (gone from its app's accounts, and its
+          grants from the grants held now);
         - ``app_id`` and ``app_entitlement_id``: an app entitlement (its exclusions endpoint
           answers 404);
         - ``app_id`` alone: an app (every entitlement of it answers 404).
 
         The grant feed is history and keeps every event. ``restore()`` takes the same ids."""
+        if app_user_id is not None:
+            self._set_account_removed(app_id, app_entitlement_id, user_id, app_user_id, True)
+            return
         self._set_removed(app_id, app_entitlement_id, user_id, removed=True)
 
     def restore(
@@ -234,9 +280,26 @@ class Dataset:
         app_id: str | None = None,
         app_entitlement_id: str | None = None,
         user_id: str | None = None,
+        app_user_id: str | None = None,
     ) -> None:
-        """Undo remove() with the same ids: the exclusion, user, entitlement or app is back."""
+        """Undo remove() with the same ids: the exclusion, user, account, entitlement or app
+        is back."""
+        if app_user_id is not None:
+            self._set_account_removed(app_id, app_entitlement_id, user_id, app_user_id, False)
+            return
         self._set_removed(app_id, app_entitlement_id, user_id, removed=False)
+
+    def _set_account_removed(
+        self,
+        app_id: str | None,
+        entitlement_id: str | None,
+        user_id: str | None,
+        app_user_id: str,
+        removed: bool,
+    ) -> None:
+        if app_id is None or entitlement_id is not None or user_id is not None:
+            raise ValueError("name an account by app_id and app_user_id alone")
+        self.accounts.set_removed(app_id, app_user_id, removed)
 
     def _set_removed(
         self, app_id: str | None, entitlement_id: str | None, user_id: str | None, *, removed: bool
@@ -249,7 +312,10 @@ class Dataset:
         elif app_id is not None and user_id is None:
             self.catalog.set_app_removed(app_id, removed)
         elif user_id is not None and app_id is None and entitlement_id is None:
-            self.users.set_removed(user_id, removed)
+            if self.directory.owns(user_id):
+                self.directory.set_removed(user_id, removed)
+            else:
+                self.users.set_removed(user_id, removed)
         else:
             raise ValueError(
                 "name an exclusion (app_id, app_entitlement_id, user_id), a user (user_id), "

@@ -32,6 +32,10 @@ from emulator import lifecycle, unpopulated
 from emulator.catalog import Catalog
 from emulator.errors import bad_request
 from emulator.paging import PageTokens, clamp_page_size, digest_of
+from emulator.protojson import fields as _fields
+from emulator.protojson import int32 as _int32
+from emulator.protojson import refs as _refs
+from emulator.protojson import string as _string
 from emulator.seed import Seed
 from emulator.timefmt import NS, format_ns, parse_rfc3339, precise, to_ns
 from emulator.users import Users
@@ -398,53 +402,6 @@ SCOPED_REF = {"appId": "app_id", "id": "id"}
 # its other endpoints); any other path is a 400.
 EXPAND_PATHS = ("app_id", "app_entitlement_id", "app_user_id", "ticket_id")
 SCAN_BUDGET = 250_000  # events examined per page before answering a short page with a token
-
-
-def _fields(obj: Any, names: dict[str, str], where: str) -> dict[str, Any]:
-    """Map an object's keys (either spelling) to JSON names; 400 on unknown or duplicate."""
-    if not isinstance(obj, dict):
-        raise bad_request(f"{where} must be an object")
-    by_alias = {alias: name for name, alias in names.items()} | {n: n for n in names}
-    out: dict[str, Any] = {}
-    for key, value in obj.items():
-        name = by_alias.get(key)
-        if name is None:
-            raise bad_request(f'unknown field "{key}" in {where}')
-        if name in out:
-            raise bad_request(f'field "{name}" given twice in {where}')
-        if value is not None:
-            out[name] = value
-    return out
-
-
-def _string(value: Any, where: str) -> str:
-    if not isinstance(value, str):
-        raise bad_request(f"{where} must be a string")
-    return value
-
-
-def _refs(value: Any, where: str, keys: dict[str, str]) -> list[tuple[str, ...]]:
-    """Parse a ref list into tuples ordered like `keys`; every id is required."""
-    if not isinstance(value, list):
-        raise bad_request(f"{where} must be an array")
-    refs = []
-    for n, item in enumerate(value):
-        fields = _fields(item, keys, f"{where}[{n}]")
-        ref = tuple(_string(fields.get(k, ""), f"{where}[{n}].{k}") for k in keys)
-        if not all(ref):
-            raise bad_request(f"{where}[{n}] needs {' and '.join(keys)}")
-        refs.append(ref)
-    return refs
-
-
-def _int32(value: Any, where: str) -> int:
-    if isinstance(value, str) and value.lstrip("-").isdigit():
-        value = int(value)
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or not -(2**31) <= value < 2**31:
-        raise bad_request(f"{where} must be an int32")
-    return value
 
 
 def _timestamp(value: Any, where: str) -> int:

@@ -94,6 +94,21 @@ class LifecyclePlan:
             raise ValueError("more grant histories than grants: add users or entitlements")
         self._added_held: dict[GrantIndex, bool] = {}  # grants added events touched -> held
 
+    @property
+    def segments(self) -> int:
+        """An upper bound of the segment numbers the feed can use, run-time events included
+        (they continue a lane's latest segment): segments from here on are grants the feed
+        never touches."""
+        max_rounds = -(-self.events // self.lanes) if self.events else 0
+        return max(self.lanes, max(0, (max_rounds - 1) // self._seg_min + 1) * self.lanes)
+
+    def untouched(self, count: int) -> list[GrantIndex]:
+        """``count`` grants (fewer if the tenant has fewer) that no feed event names, old or
+        added at run time: the segments past ``segments`` (a bijection maps segments to
+        grants), for grants held since before the feed began."""
+        first = self.segments
+        return [self.grant(q) for q in range(first, min(first + count, self._grants))]
+
     def grant(self, segment: int) -> GrantIndex:
         """(app, entitlement, user) of a segment number."""
         x = (self._multiplier * self._tau.get(segment, segment) + self._offset) % self._grants

@@ -88,3 +88,14 @@ def paging_params(query: dict[str, list[str]]) -> PagingParams:
     if not size_text.lstrip("-").isdigit():
         raise bad_request("page_size must be an integer")
     return PagingParams(int(size_text), params.get("page_token", ""))
+
+
+def page_range(
+    tokens: PageTokens, digest: str, query: dict[str, list[str]], total: int
+) -> tuple[range, str]:
+    """The positions of one page of a GET list of ``total`` items (its query strict, see
+    ``paging_params``) and the next page token ("" on the last page)."""
+    params = paging_params(query)
+    start = tokens.decode(params.page_token, digest) if params.page_token else 0
+    end = min(start + clamp_page_size(params.page_size), total)
+    return range(start, end), tokens.encode(end, digest) if end < total else ""

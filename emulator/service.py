@@ -20,13 +20,16 @@ from typing import Any
 from urllib.parse import unquote
 
 from emulator import auth, shapes
+from emulator.accounts import list_app_users
 from emulator.auth import TOKEN_PATH, Credential
 from emulator.catalog import list_app_entitlements, list_apps
 from emulator.dataset import Dataset
+from emulator.directory import list_users
 from emulator.errors import NOT_FOUND, ApiError, canned, method_not_allowed
 from emulator.exclusions import list_automation_exclusions
 from emulator.faults import Fault, Faults
 from emulator.feed import search_grant_feed
+from emulator.grants import list_entitlement_users, search_grants
 from emulator.paging import PageTokens
 from emulator.server import Request
 
@@ -34,6 +37,10 @@ FEED_PATH = "/api/v1/grants/feed"
 APPS_PATH = "/api/v1/apps"
 APP_ENTITLEMENTS = re.compile(r"/api/v1/apps/([^/]+)/entitlements")
 EXCLUSIONS = re.compile(r"/api/v1/apps/([^/]+)/entitlements/([^/]+)/automation/exclusions")
+USERS_PATH = "/api/v1/users"
+APP_USERS = re.compile(r"/api/v1/apps/([^/]+)/app_users")
+ENTITLEMENT_USERS = re.compile(r"/api/v1/apps/([^/]+)/entitlements/([^/]+)/users")
+SEARCH_GRANTS_PATH = "/api/v1/search/grants"
 
 
 class Settings:
@@ -329,4 +336,30 @@ class Service:
                 emit_unpopulated=emit,
             )
             return shapes.automation_exclusions(page, release)
+        return self._route_people(request, emit_catalog)
+
+    def _route_people(self, request: Request, emit: bool) -> dict[str, Any]:
+        """The directory, the accounts and the grants held now; like the catalog, they send
+        unset fields empty unless told to omit them."""
+        path, method, query = request.path, request.method, request.query
+        if path == USERS_PATH:
+            if method != "GET":
+                raise method_not_allowed("GET")
+            return list_users(self.dataset.directory, self.page_tokens, query, emit)
+        if match := APP_USERS.fullmatch(path):
+            if method != "GET":
+                raise method_not_allowed("GET")
+            app_id = unquote(match.group(1))
+            return list_app_users(self.dataset.accounts, self.page_tokens, app_id, query, emit)
+        if match := ENTITLEMENT_USERS.fullmatch(path):
+            if method != "GET":
+                raise method_not_allowed("GET")
+            app_id, entitlement_id = unquote(match.group(1)), unquote(match.group(2))
+            return list_entitlement_users(
+                self.dataset.grants, self.page_tokens, app_id, entitlement_id, query, emit
+            )
+        if path == SEARCH_GRANTS_PATH:
+            if method != "POST":
+                raise method_not_allowed("POST")
+            return search_grants(self.dataset.grants, self.page_tokens, request.body, emit)
         raise ApiError(404, NOT_FOUND, "not found")
