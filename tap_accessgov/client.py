@@ -19,8 +19,10 @@ from singer_sdk.exceptions import FatalAPIError, RetriableAPIError
 from singer_sdk.streams import RESTStream, Stream
 from typing_extensions import override
 
+from tap_accessgov.interrupt import interruptible
 from tap_accessgov.paging import NextPageTokenPaginator, Page, page_body
 from tap_accessgov.progress import ProgressReportingStream
+from tap_accessgov.request_budget import RequestBudget, SyncStopped
 from tap_accessgov.retries import (
     QUIET_BACKOFF,
     RETRIED_ERRORS,
@@ -39,7 +41,6 @@ if t.TYPE_CHECKING:
     from singer_sdk.helpers.types import Context, RequestFunc
 
     from tap_accessgov.auth import AccessGovAuthenticator
-    from tap_accessgov.request_budget import RequestBudget
 
 
 class StateWriting(t.Protocol):
@@ -64,6 +65,22 @@ class ApiConnection(t.Protocol):
 
     @property
     def state_writer(self) -> StateWriting: ...
+
+
+class Stopping(threading.Event):
+    """Set while a stream's sync is stopping (prefetch.Workers sets it when it closes): every
+    wait on it ends (the request budget's, a retry's: request_budget.py), and every call the
+    stream's session has in flight is hung up (interrupt.py), so its worker threads end at
+    once instead of waiting up to ``request_timeout`` for an answer."""
+
+    def __init__(self, hang_up: t.Callable[[], None]) -> None:
+        super().__init__()
+        self._hang_up = hang_up
+
+    @override
+    def set(self) -> None:
+        super().set()
+        self._hang_up()
 
 
 class DryRunLimit:
@@ -154,8 +171,8 @@ class AccessGovStream(RESTStream[str | None], TapStream):
         session = self.requests_session
         session.verify = session.merge_environment_settings("", {}, None, None, None)["verify"]
         # Set while this stream's sync is stopping (failed, interrupted, output closed): its
-        # worker threads' requests and retry waits end at once (see request_budget.py).
-        self.stopping = threading.Event()
+        # worker threads' requests, retry waits and calls in flight end at once.
+        self.stopping = Stopping(interruptible(session).hang_up)
 
     @property
     @override
@@ -264,6 +281,8 @@ class AccessGovStream(RESTStream[str | None], TapStream):
         """One WARNING per retry in the tap's words, then the retry's wait (retries.retry_wait:
         the service's Retry-After, none after a 401, else exponential), which ends at once
         (SyncStopped) when this stream's sync stops."""
+        if self.stopping.is_set():
+            raise SyncStopped  # the call failed because the sync hung it up: no retry, no line
         exc = details.get("exception")
         prepared_request: requests.PreparedRequest = details["args"][0]
         attempt = details["tries"]

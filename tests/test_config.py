@@ -5,12 +5,22 @@ from __future__ import annotations
 
 import json
 import logging
+import subprocess
 
 import pytest
 from singer_sdk.exceptions import ConfigValidationError
 
 from tap_accessgov.tap import TapAccessGov
-from tests.conftest import CREDENTIAL, STREAMS, config_file, run_cli, shared_emulator, tap_config
+from tests.conftest import (
+    BIN,
+    CREDENTIAL,
+    STREAMS,
+    config_file,
+    require_group,
+    run_cli,
+    shared_emulator,
+    tap_config,
+)
 
 GOOD = {
     "client_id": CREDENTIAL.client_id,
@@ -160,6 +170,21 @@ def test_about_documents_every_setting_and_marks_the_secret() -> None:
         assert properties[name].get("description"), name
     assert properties["client_secret"].get("secret") is True
     assert properties["client_secret"].get("writeOnly") is True
+
+
+@pytest.mark.cli
+def test_python_dash_m_runs_the_same_command_line() -> None:
+    """``python -m tap_accessgov`` is the console script: same options, same output."""
+    require_group("cli")
+    by_module = subprocess.run(
+        [str(BIN / "python"), "-m", "tap_accessgov", "--about", "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert by_module.returncode == 0, by_module.stderr[-2000:]
+    assert by_module.stdout == run_cli("--about", "--format", "json").stdout
 
 
 INPUT_FILE_CASES = {

@@ -12,6 +12,7 @@ import random
 import re
 import signal
 import subprocess
+import threading
 import time
 import typing as t
 from collections import Counter
@@ -447,3 +448,39 @@ def test_every_successful_run_ends_with_the_whole_state(emulator: Emulator, tmp_
         == state["bookmarks"]["grant_feed"]["replication_key_value"]
     )
     assert set(last["value"]["bookmarks"]) == {*STREAMS, "full_table_snapshots"}
+
+
+@pytest.mark.parametrize("stream", ["grant_feed", "automation_exclusions"])
+def test_a_failed_run_exits_at_once_while_a_worker_waits_for_an_answer(
+    emulator: Emulator, stream: str
+) -> None:
+    """One worker's request fails (403) while another's is never answered (the emulator holds
+    it for ten minutes): the run fails within seconds, not after ``request_timeout``, and no
+    worker thread outlives it. The grant feed reads time windows in workers, the exclusions
+    read their partitions ahead (prefetch.py)."""
+    slow_then_fatal: list[tuple[str, str]]
+    if stream == "grant_feed":
+        slow_then_fatal = [("slow", FEED), ("403", FEED)]  # any two windows
+        settings: dict[str, t.Any] = {}
+    else:
+        # The main thread waits for the partitions in order: the first fails, the second hangs.
+        (a, ae), (b, be) = emulator.dataset.exclusion_entitlements[:2]
+        path = "/api/v1/apps/{}/entitlements/{}/automation/exclusions"
+        slow_then_fatal = [("403", path.format(a, ae)), ("slow", path.format(b, be))]
+        settings = {
+            "exclusion_entitlements": [
+                {"app_id": a, "app_entitlement_id": ae},
+                {"app_id": b, "app_entitlement_id": be},
+            ]
+        }
+    for kind, path in slow_then_fatal:
+        emulator.faults.add(kind=kind, path=path, delay=600)
+    config = {**tap_config(emulator), "max_concurrency": 4, "request_timeout": 60, **settings}
+    started = time.monotonic()
+    with pytest.raises(FatalAPIError, match="answered 403"):
+        sync(config, catalog=catalog_selecting(config, {stream: None}))
+    took = time.monotonic() - started
+    assert took < 10, f"the failed run waited {took:.0f} s for a request in flight"
+    assert emulator.stats["faults_by_kind"] == {"slow": 1, "403": 1}
+    workers = ("grant-feed", "prefetch")  # prefetch.Workers' thread names
+    assert not [th.name for th in threading.enumerate() if th.name.startswith(workers)]
