@@ -10,6 +10,7 @@ The retry policy itself is retries.py, what a page is and how it pages paging.py
 
 from __future__ import annotations
 
+import logging
 import threading
 import typing as t
 from functools import cached_property
@@ -127,11 +128,11 @@ class TapStream(ProgressReportingStream, SnapshotStream):
         """The run's one budget of requests in flight (the tap's)."""
         raise NotImplementedError
 
-    @override  # type: ignore[misc]  # final in the SDK: see the docstring
+    @override  # type: ignore[misc]  # final in the SDK: the second bend listed in tap.py
     def sync(self, context: Context | None = None) -> None:
         """The SDK's sync; however it ends, the worker threads this stream drives end with it,
         and a failed run still says how the service slowed it down (a successful one says it
-        at its end, ``TapAccessGov.run_completed``).
+        at its end, ``TapAccessGov.sync_all``).
 
         The SDK marks ``sync`` final and has no hook at its end: a failure outside
         ``get_records`` (a stream map, a closed output) leaves the records generator suspended
@@ -232,7 +233,12 @@ class AccessGovStream(RESTStream[str | None], TapStream):
         failed last and how often it was tried."""
         self.pin_proxies()
         # super() hands backoff this stream's logger: drop backoff's own lines on it (once).
-        self.logger.addFilter(QUIET_BACKOFF)
+        # From singer-sdk 0.55 the stream's logger is a LoggerAdapter: the filter goes on the
+        # logger it wraps, through which the adapter logs.
+        logger = self.logger
+        if isinstance(logger, logging.LoggerAdapter):
+            logger = logger.logger
+        logger.addFilter(QUIET_BACKOFF)
         budget = self.request_budget
         stopping = self.stopping
 

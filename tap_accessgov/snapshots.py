@@ -114,24 +114,9 @@ class FullTableSnapshotsStream(Stream):
     primary_keys = ("stream", SNAPSHOT_AT)
     schema = FULL_TABLE_SNAPSHOT
 
-    def __init__(
-        self,
-        tap: Tap,
-        *,
-        snapshot_streams: t.Sequence[SnapshotStream],
-        run_completed: t.Callable[[], None],
-    ) -> None:
+    def __init__(self, tap: Tap, *, snapshot_streams: t.Sequence[SnapshotStream]) -> None:
         super().__init__(tap)
         self.snapshot_streams = snapshot_streams
-        self.run_completed = run_completed
-
-    @override
-    def log_sync_costs(self) -> None:
-        """Also the end of a successful run: ``sync_all`` ends by calling this for every
-        stream in sync order, this one last, selected or not, and only when no stream failed.
-        ``sync_all`` and the SDK's ``invoke`` offer no later seam (the tap's final STATE)."""
-        super().log_sync_costs()
-        self.run_completed()
 
     @override
     def get_records(self, context: Context | None) -> t.Iterable[dict[str, t.Any]]:

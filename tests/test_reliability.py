@@ -21,12 +21,14 @@ from pathlib import Path
 import backoff
 import pytest
 import requests
+from singer_sdk import Tap
 from singer_sdk.exceptions import FatalAPIError
 
 from emulator import Dataset, Emulator, make_credential
 from emulator.tls import self_signed
 from tap_accessgov import retries
 from tap_accessgov.retries import retry_after_seconds
+from tap_accessgov.tap import TapAccessGov
 from tests.conftest import (
     BIN_TAP,
     CREDENTIAL,
@@ -37,6 +39,7 @@ from tests.conftest import (
     config_file,
     parse_singer,
     run_cli,
+    shared_emulator,
     sync,
     tap_config,
     without_run,
@@ -484,3 +487,30 @@ def test_a_failed_run_exits_at_once_while_a_worker_waits_for_an_answer(
     assert emulator.stats["faults_by_kind"] == {"slow": 1, "403": 1}
     workers = ("grant-feed", "prefetch")  # prefetch.Workers' thread names
     assert not [th.name for th in threading.enumerate() if th.name.startswith(workers)]
+
+
+def test_the_final_state_is_written_after_the_sdk_has_synced_every_stream(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The whole STATE that ends a successful run is written by the tap's ``sync_all`` once
+    the SDK's has returned (the first bend listed in tap.py), not from inside it by a stream's
+    metrics hook (``log_sync_costs``, which the SDK happens to call last)."""
+    events: list[str] = []
+    sdk_sync_all, write_message = Tap.sync_all, TapAccessGov.write_message
+
+    def sync_all(tap: Tap) -> None:
+        sdk_sync_all(tap)
+        events.append("the SDK's sync_all returned")
+
+    def write(tap: TapAccessGov, message: t.Any) -> None:
+        events.append(f"{type(message).__name__} {json.dumps(getattr(message, 'value', None))}")
+        write_message(tap, message)
+
+    monkeypatch.setattr(Tap, "sync_all", sync_all)
+    monkeypatch.setattr(TapAccessGov, "write_message", write)
+    config = tap_config(shared_emulator())
+    tap = TapAccessGov(config=config, parse_env_config=False)
+    result = sync(config, tap=tap)
+    assert events[-2:] == ["the SDK's sync_all returned", f"StateMessage {json.dumps(tap.state)}"]
+    assert result.messages[-1] == {"type": "STATE", "value": result.state}
+    assert set(result.state["bookmarks"]) == {*STREAMS, "full_table_snapshots"}
