@@ -20,7 +20,7 @@ from singer_sdk.exceptions import FatalAPIError, RetriableAPIError
 from singer_sdk.streams import RESTStream, Stream
 from typing_extensions import override
 
-from tap_accessgov.interrupt import interruptible
+from tap_accessgov.interrupt import InterruptibleAdapter, interruptible
 from tap_accessgov.paging import NextPageTokenPaginator, Page, page_body
 from tap_accessgov.progress import ProgressReportingStream
 from tap_accessgov.request_budget import RequestBudget, SyncStopped
@@ -74,14 +74,19 @@ class Stopping(threading.Event):
     stream's session has in flight is hung up (interrupt.py), so its worker threads end at
     once instead of waiting up to ``request_timeout`` for an answer."""
 
-    def __init__(self, hang_up: t.Callable[[], None]) -> None:
+    def __init__(self, calls: InterruptibleAdapter) -> None:
         super().__init__()
-        self._hang_up = hang_up
+        self._calls = calls
 
     @override
     def set(self) -> None:
         super().set()
-        self._hang_up()
+        self._calls.hang_up()
+
+    @override
+    def clear(self) -> None:
+        self._calls.resume()
+        super().clear()
 
 
 class DryRunLimit:
@@ -173,7 +178,7 @@ class AccessGovStream(RESTStream[str | None], TapStream):
         session.verify = session.merge_environment_settings("", {}, None, None, None)["verify"]
         # Set while this stream's sync is stopping (failed, interrupted, output closed): its
         # worker threads' requests, retry waits and calls in flight end at once.
-        self.stopping = Stopping(interruptible(session).hang_up)
+        self.stopping = Stopping(interruptible(session))
 
     @property
     @override

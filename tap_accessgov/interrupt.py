@@ -8,7 +8,9 @@ connection error, and the stopping sync does not retry it (request_budget.SyncSt
 
 urllib3 does not keep the connections it has lent out, so the adapter here has its pools'
 connections note themselves as they are made (a subclass of the pool's own connection class,
-so TLS, proxies and every other setting stay urllib3's).
+so TLS, proxies and every other setting stay urllib3's). Until the sync resumes, a connection
+that connects after the hang-up (its thread was between the budget and the socket) is hung
+up as soon as it is connected.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ class InterruptibleAdapter(HTTPAdapter):
     def __init__(self) -> None:
         self._connections: weakref.WeakSet[HTTPConnection] = weakref.WeakSet()
         self._lock = threading.Lock()
+        self._hung_up = False
         super().__init__()
 
     @override
@@ -63,19 +66,38 @@ class InterruptibleAdapter(HTTPAdapter):
             with adapter._lock:
                 adapter._connections.add(connection)
 
-        return type(base.__name__, (base,), {"__init__": __init__, "noted_by": self})
+        def connect(connection: HTTPConnection) -> None:
+            base.connect(connection)
+            with adapter._lock:
+                hung_up = adapter._hung_up
+            if hung_up:
+                _shut_down(connection)
+
+        members = {"__init__": __init__, "connect": connect, "noted_by": self}
+        return type(base.__name__, (base,), members)
 
     def hang_up(self) -> None:
-        """Shut down every open connection: calls in flight fail at once, idle connections
-        are replaced on their next use (urllib3 checks a pooled connection before reuse)."""
+        """Shut down every open connection, and every one that connects until ``resume``:
+        calls in flight fail at once, idle connections are replaced on their next use
+        (urllib3 checks a pooled connection before it reuses it)."""
         with self._lock:
+            self._hung_up = True
             connections = list(self._connections)
         for connection in connections:
-            if (sock := connection.sock) is not None:
-                with contextlib.suppress(OSError):
-                    # The plain socket's shutdown, also under TLS: it wakes a blocked read
-                    # without touching the TLS state the reading thread is using.
-                    socket.socket.shutdown(sock, socket.SHUT_RDWR)
+            _shut_down(connection)
+
+    def resume(self) -> None:
+        """New connections work again (the stopped sync's threads are gone)."""
+        with self._lock:
+            self._hung_up = False
+
+
+def _shut_down(connection: HTTPConnection) -> None:
+    if (sock := connection.sock) is not None:
+        with contextlib.suppress(OSError):
+            # The plain socket's shutdown, also under TLS: it wakes a blocked read without
+            # touching the TLS state the reading thread is using.
+            socket.socket.shutdown(sock, socket.SHUT_RDWR)
 
 
 def interruptible(session: requests.Session) -> InterruptibleAdapter:

@@ -479,9 +479,21 @@ def test_a_failed_run_exits_at_once_while_a_worker_waits_for_an_answer(
     for kind, path in slow_then_fatal:
         emulator.faults.add(kind=kind, path=path, delay=600)
     config = {**tap_config(emulator), "max_concurrency": 4, "request_timeout": 60, **settings}
+    tap = TapAccessGov(
+        config=config, catalog=catalog_selecting(config, {stream: None}), parse_env_config=False
+    )
+
+    def hanging_first(response: requests.Response, *args: t.Any, **kwargs: t.Any) -> None:
+        """The 403 is handed on only once the other request hangs in the emulator."""
+        if response.status_code == 403:
+            deadline = time.monotonic() + 5
+            while "slow" not in emulator.stats["faults_by_kind"] and time.monotonic() < deadline:
+                time.sleep(0.01)
+
+    tap.streams[stream].requests_session.hooks["response"].append(hanging_first)  # type: ignore[attr-defined]
     started = time.monotonic()
     with pytest.raises(FatalAPIError, match="answered 403"):
-        sync(config, catalog=catalog_selecting(config, {stream: None}))
+        sync(config, tap=tap)
     took = time.monotonic() - started
     assert took < 10, f"the failed run waited {took:.0f} s for a request in flight"
     assert emulator.stats["faults_by_kind"] == {"slow": 1, "403": 1}
