@@ -74,6 +74,8 @@ class TapAccessGov(Tap):
         # Before any error: a mistyped setting often explains the error that follows.
         for warning in settings.unknown_settings(self.config, self.settings_schema()):
             self.logger.warning(warning)
+        for warning in settings.deprecations(self.config.given):
+            self.logger.warning(warning)
         if schema_failure is not None:
             problems = settings.schema_problems(self.config, self.config_jsonschema)
             raise ConfigValidationError(
@@ -89,8 +91,9 @@ class TapAccessGov(Tap):
 
     @cached_property
     @override
-    def config(self) -> t.Mapping[str, t.Any]:
-        """The SDK's read-only config, the secret's value hidden from any repr (settings.py)."""
+    def config(self) -> settings.Settings:
+        """The SDK's read-only config, the secret's value hidden from any repr, a deprecated
+        shape read in the current one (settings.py)."""
         return settings.Settings(super().config)
 
     @classmethod

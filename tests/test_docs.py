@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import typing as t
 
 import pytest
 import yaml
@@ -38,13 +39,35 @@ SDK_BUILT_IN_SETTINGS = {
 }
 
 
+def meltano_kind(spec: dict[str, t.Any]) -> str:
+    """The Meltano setting kind of a JSON-schema property."""
+    if "enum" in spec:
+        return "options"
+    if spec.get("format") == "date-time":
+        return "date_iso8601"
+    return next(kind for kind in spec["type"] if kind != "null")
+
+
 def test_meltano_yml_declares_every_setting() -> None:
+    """Each of the tap's settings as its schema (settings.py) declares it: name, default,
+    label, description, kind, secrecy and choices; meltano.yml repeats them for ``meltano
+    config``, and must not differ (each default is written once, in settings.py)."""
     project = yaml.safe_load((ROOT / "meltano.yml").read_text())
     extractor = project["plugins"]["extractors"][0]
     declared = {setting["name"]: setting for setting in extractor["settings"]}
-    own = set(TapAccessGov.config_jsonschema["properties"]) - SDK_BUILT_IN_SETTINGS
+    schema = TapAccessGov.config_jsonschema  # the SDK adds its built-in settings to it
+    own = set(schema["properties"]) - SDK_BUILT_IN_SETTINGS
     assert own <= set(declared) <= own | SDK_BUILT_IN_SETTINGS
     assert all(setting.get("description") for setting in declared.values())
+    assert extractor["settings_group_validation"] == [schema["required"]]
+    for name in own:
+        spec, setting = schema["properties"][name], declared[name]
+        assert setting.get("value") == spec.get("default"), name
+        assert setting["label"] == spec["title"], name
+        assert setting["description"] == spec["description"], name
+        assert setting["kind"] == meltano_kind(spec), name
+        assert setting.get("sensitive", False) == spec.get("secret", False), name
+        assert [option["value"] for option in setting.get("options", [])] == spec.get("enum", [])
     assert declared["client_secret"].get("sensitive") is True
     assert {"catalog", "discover", "state", "about", "stream-maps"} <= set(
         extractor["capabilities"]
