@@ -2,7 +2,7 @@
 the schedule meltano.yml gives it (`accessgov-nightly`), retried the Dagster way.
 
 Meltano keeps the state, the run records and the "already running" guard in its system
-database (MELTANO_DATABASE_URI, README Production), so this file only starts `meltano run` and
+database (MELTANO_DATABASE_URI, docs/deployment.md), so this file only starts `meltano run` and
 reports: a run Dagster starts on any host continues where the last one stopped.
 
 One run of the job at a time: Meltano's "already running" guard covers the extract-load only,
@@ -80,7 +80,7 @@ def runs_in_progress(instance: dg.DagsterInstance, than: str | None = None) -> l
 # A failed attempt (the service or the warehouse down, or another run of the job still going)
 # is tried again 5, 15 and 35 minutes later (Dagster's exponential backoff: (2^n - 1) x delay).
 # No jitter, which would start some first retries sooner: 5 minutes is how long Meltano refuses
-# the next run after one was killed without a word (README Production).
+# the next run after one was killed without a word (docs/deployment.md).
 RETRY_DELAY = float(os.environ.get("ACCESSGOV_RETRY_DELAY_SECONDS", "300"))
 
 

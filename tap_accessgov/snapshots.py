@@ -7,7 +7,7 @@ target-jsonl appends, target-postgres merges on the key. Singer's ACTIVATE_VERSI
 target-postgres delete the rows of older versions, but singer-sdk 0.54 announces the version
 *before* the records (a reader during or after a failed run sees a partly deleted table),
 target-jsonl ignores it, and target-postgres needs ``add_record_metadata`` on every stream for
-it (measured in README "Full-table snapshots"). So instead:
+it (measured in docs/decisions.md, "Full-table snapshots"). So instead:
 
 - every record of a full-table stream carries ``snapshotAt``, the run's start (the same instant
   for every stream of a run), which is also part of its primary key: a merging target keeps

@@ -1,5 +1,5 @@
-"""The documentation and the shipped configuration stay true: the README's settings table is
-the tap's own `--about`, meltano.yml declares every setting, sample_config.json works against
+"""The documentation and the shipped configuration stay true: the settings table
+(docs/configuration.md) is the tap's own `--about`, meltano.yml declares every setting, sample_config.json works against
 the emulator as shipped."""
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from tests.conftest import CREDENTIAL, EMULATOR_DEFAULTS, ROOT, default_dataset,
 
 
 @pytest.mark.cli
-def test_readme_settings_table_is_the_about_output() -> None:
+def test_the_settings_table_is_the_about_output() -> None:
     about = run_cli("--about", "--format", "markdown").stdout
     table = [line for line in about.split("## Settings", 1)[1].splitlines() if line.startswith("|")]
-    readme = (ROOT / "README.md").read_text()
-    block = re.search(r"<!-- settings-table:.*?-->\n(.*?)<!-- /settings-table -->", readme, re.S)
-    assert block, "README.md lost its settings-table markers"
+    doc = (ROOT / "docs" / "configuration.md").read_text()
+    block = re.search(r"<!-- settings-table:.*?-->\n(.*?)<!-- /settings-table -->", doc, re.S)
+    assert block, "docs/configuration.md lost its settings-table markers"
     assert block[1].strip().splitlines() == table
 
 

@@ -1,5 +1,5 @@
 """Production: the `accessgov` job run from fresh copies of the project that share nothing but
-PostgreSQL, as containers, pods or CI runners run it (README, Production).
+PostgreSQL, as containers, pods or CI runners run it (docs/deployment.md).
 
 Meltano's system database (state, run records, the "already running" guard) is in PostgreSQL
 (MELTANO_DATABASE_URI, the `prod` environment); each copy has the project's files and the
@@ -413,7 +413,7 @@ def test_dagster_holds_the_job_to_one_run_at_a_time(meltano_plugins: None, tmp_p
 def test_meltano_creates_its_tables_in_an_empty_schema_but_not_the_schema(
     postgres, tmp_path: Path
 ) -> None:
-    """What "created on first use" means (README Production): Meltano migrates an empty schema
+    """What "created on first use" means (docs/deployment.md): Meltano migrates an empty schema
     on its first command, and answers a schema that does not exist with a misleading error
     (the README's troubleshooting row quotes it)."""
     connection, schema = postgres
