@@ -4,6 +4,7 @@ the emulator as shipped."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import re
 import typing as t
@@ -23,7 +24,26 @@ def test_the_settings_table_is_the_about_output() -> None:
     doc = (ROOT / "docs" / "configuration.md").read_text()
     block = re.search(r"<!-- settings-table:.*?-->\n(.*?)<!-- /settings-table -->", doc, re.S)
     assert block, "docs/configuration.md lost its settings-table markers"
-    assert block[1].strip().splitlines() == table
+    documented = block[1].strip().splitlines()
+    if sdk_version() == locked_version("singer-sdk"):
+        assert documented == table
+    else:  # CI's run against the SDK's next release (tasks.py): its built-in settings differ
+        own = set(TapAccessGov.config_jsonschema["properties"]) - SDK_BUILT_IN_SETTINGS
+        mine = [row for row in table if row.split("|")[1].strip() in own]
+        assert [row for row in documented if row.split("|")[1].strip() in own] == mine
+        assert len(mine) == len(own)
+
+
+def sdk_version() -> str:
+    return importlib.metadata.version("singer-sdk")
+
+
+def locked_version(package: str) -> str:
+    """The version of ``package`` in the lock file (requirements/dev.txt)."""
+    lock = (ROOT / "requirements" / "dev.txt").read_text()
+    match = re.search(rf"^{re.escape(package)}(?:\[[^\]]*\])?==(\S+)", lock, re.M)
+    assert match, package
+    return match[1]
 
 
 # Added to the tap's schema by the SDK (stream maps, flattening, batch); Meltano knows them.
