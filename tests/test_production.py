@@ -326,7 +326,9 @@ def test_dagster_runs_the_job_on_its_schedule_with_retries(
             "import datetime, dagster as dg; from definitions import defs\n"
             "s = defs.resolve_schedule_def('accessgov_nightly')\n"
             "at = datetime.datetime(2026, 1, 2, tzinfo=datetime.UTC)\n"
-            "with dg.build_schedule_context(scheduled_execution_time=at) as context:\n"
+            "with dg.instance_for_test() as instance, dg.build_schedule_context(\n"
+            "    instance=instance, scheduled_execution_time=at\n"
+            ") as context:\n"
             "    requests = s.evaluate_tick(context).run_requests\n"
             "print(s.cron_schedule, s.execution_timezone, s.job_name, len(requests))",
         ],
