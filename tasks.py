@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import venv
@@ -110,6 +111,38 @@ def test(extra: list[str]) -> None:
     run(BIN / "ruff", "format", "--check", ".")
     run(BIN / "mypy")  # what ships: the package, the emulator, scripts/ and this file
     run(BIN / "python", "-m", "pytest", *extra)
+    if os.environ.get("CI") == "true" and not extra:
+        test_sdk_next()
+
+
+# ----- CI only: the suite against the SDK's next release ---------------------------------------
+
+SDK_NEXT_VENV = ROOT / ".venv-sdk-next"
+SDK_NEXT_BIN = SDK_NEXT_VENV / ("Scripts" if os.name == "nt" else "bin")
+
+
+def test_sdk_next() -> None:
+    """CI's second run (``CI=true``, the whole suite asked for): the tests that run the tap
+    itself (the offline and cli groups: the e2e group runs the tap through Meltano, which
+    installs it in a virtualenv of its own) against the newest pre-release of singer-sdk on the
+    package index, so that the next release finds the tap ready.
+
+    Its own virtualenv, ``.venv-sdk-next``: the lock file's packages, then the newest
+    singer-sdk, pre-releases included, with whatever its dependencies need (resolved, not
+    locked: the point is to meet what the next release brings). Made anew on each run.
+    """
+    if SDK_NEXT_VENV.exists():
+        shutil.rmtree(SDK_NEXT_VENV)
+    venv.EnvBuilder(with_pip=True).create(SDK_NEXT_VENV)
+    python = SDK_NEXT_BIN / "python"
+    install = (BIN / "uv", "pip", "install", "--quiet", "--python", python)
+    run(*install, "--no-deps", "--require-hashes", "-r", LOCK)
+    run(*install, "--prerelease=allow", "--upgrade-package", "singer-sdk", "singer-sdk[msgspec]")
+    run(*install, "--no-deps", "-e", ".")
+    run(
+        python, "-c", "import importlib.metadata as m; print('singer-sdk', m.version('singer-sdk'))"
+    )
+    run(python, "-m", "pytest", "-m", "not e2e")
 
 
 def demo(extra: list[str]) -> None:

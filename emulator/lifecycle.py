@@ -12,7 +12,7 @@ A noise slot at an even position may take the next position's noise slot as its 
 grant at the same instant with the opposite type (REMOVED and ADDED together). The feed
 (emulator/feed.py) decodes each event's date and ticket around this plan.
 
-**The rules** are the contract the dbt models implement in SQL (README, "Models"); the tests
+**The rules** are the contract the dbt models implement in SQL (docs/models.md); the tests
 compare the models with what this module computes from the emulator's own events, so they are
 written as plainly as they are stated, and independently of the plan:
 

@@ -2,9 +2,14 @@
 the schedule meltano.yml gives it (`accessgov-nightly`), retried the Dagster way.
 
 Meltano keeps the state, the run records and the "already running" guard in its system
-database (MELTANO_DATABASE_URI, README Production), so this file only starts `meltano run` and
-reports: a run Dagster starts on any host continues where the last one stopped, and a run that
-overlaps another one of the same job is refused by Meltano and retried later by Dagster.
+database (MELTANO_DATABASE_URI, docs/deployment.md), so this file only starts `meltano run` and
+reports: a run Dagster starts on any host continues where the last one stopped.
+
+One run of the job at a time: Meltano's "already running" guard covers the extract-load only,
+so a second run could start while the first one's dbt build still runs, and two builds would
+work on the same schema. So the schedule skips a tick while a run of the job is in progress,
+and a run started while an earlier one is in progress (by hand, or by another schedule) stops
+before it starts `meltano run` and is retried later, the Dagster way.
 
 The secret and the system database come from Dagster's `EnvVar`s, read when a run starts (never
 stored in the run's config or shown in its logs); set them in the code location's environment
@@ -52,11 +57,30 @@ class MeltanoProject(dg.ConfigurableResource):
 
 
 PLAN = meltano_schedule(SCHEDULE)
+IN_PROGRESS = [
+    dg.DagsterRunStatus.QUEUED,
+    dg.DagsterRunStatus.NOT_STARTED,
+    dg.DagsterRunStatus.STARTING,
+    dg.DagsterRunStatus.STARTED,
+    dg.DagsterRunStatus.CANCELING,
+]
+
+
+def runs_in_progress(instance: dg.DagsterInstance, than: str | None = None) -> list[str]:
+    """The ids of the job's runs in progress (only those created before run ``than``)."""
+    records = instance.get_run_records(dg.RunsFilter(job_name=PLAN["job"], statuses=IN_PROGRESS))
+    mine = next((r for r in records if r.dagster_run.run_id == than), None)
+    return [
+        record.dagster_run.run_id
+        for record in records
+        if than is None or (mine is not None and record.create_timestamp < mine.create_timestamp)
+    ]
+
 
 # A failed attempt (the service or the warehouse down, or another run of the job still going)
 # is tried again 5, 15 and 35 minutes later (Dagster's exponential backoff: (2^n - 1) x delay).
 # No jitter, which would start some first retries sooner: 5 minutes is how long Meltano refuses
-# the next run after one was killed without a word (README Production).
+# the next run after one was killed without a word (docs/deployment.md).
 RETRY_DELAY = float(os.environ.get("ACCESSGOV_RETRY_DELAY_SECONDS", "300"))
 
 
@@ -73,6 +97,12 @@ def accessgov_warehouse(
     meltano: MeltanoProject,
     pipes_subprocess_client: dg.PipesSubprocessClient,
 ) -> dg.MaterializeResult:
+    if earlier := runs_in_progress(context.instance, than=context.run_id):
+        # Only the later run yields, so two runs started together never both wait.
+        raise dg.Failure(
+            description=f"run {earlier[0]} of the job {PLAN['job']} is still in progress; "
+            "this one starts when it has ended (the retry policy tries again)"
+        )
     return pipes_subprocess_client.run(
         context=context,
         command=[meltano.executable, "run", PLAN["job"]],
@@ -83,17 +113,24 @@ def accessgov_warehouse(
 
 accessgov_job = dg.define_asset_job(PLAN["job"], selection=[accessgov_warehouse])
 
+
+@dg.schedule(
+    name=SCHEDULE.replace("-", "_"),
+    job=accessgov_job,
+    cron_schedule=PLAN["interval"],
+    execution_timezone="UTC",
+)
+def accessgov_schedule(context: dg.ScheduleEvaluationContext) -> dg.RunRequest | dg.SkipReason:
+    """A run per tick, or none while the last one is still in progress."""
+    if running := runs_in_progress(context.instance):
+        return dg.SkipReason(f"run {running[0]} of the job {PLAN['job']} is still in progress")
+    return dg.RunRequest()
+
+
 defs = dg.Definitions(
     assets=[accessgov_warehouse],
     jobs=[accessgov_job],
-    schedules=[
-        dg.ScheduleDefinition(
-            name=SCHEDULE.replace("-", "_"),
-            job=accessgov_job,
-            cron_schedule=PLAN["interval"],
-            execution_timezone="UTC",
-        )
-    ],
+    schedules=[accessgov_schedule],
     resources={
         "meltano": MeltanoProject(
             client_secret=dg.EnvVar("TAP_ACCESSGOV_CLIENT_SECRET"),

@@ -10,6 +10,7 @@ The retry policy itself is retries.py, what a page is and how it pages paging.py
 
 from __future__ import annotations
 
+import logging
 import threading
 import typing as t
 from functools import cached_property
@@ -20,9 +21,11 @@ from singer_sdk.streams import RESTStream, Stream
 from typing_extensions import override
 
 from tap_accessgov.conformance import RecordConformance
+from tap_accessgov.interrupt import InterruptibleAdapter, interruptible
 from tap_accessgov.output import OutputClosedError, OutputWriter
 from tap_accessgov.paging import NextPageTokenPaginator, Page, page_body
 from tap_accessgov.progress import ProgressReportingStream
+from tap_accessgov.request_budget import RequestBudget, SyncStopped
 from tap_accessgov.retries import (
     QUIET_BACKOFF,
     RETRIED_ERRORS,
@@ -41,7 +44,6 @@ if t.TYPE_CHECKING:
     from singer_sdk.helpers.types import Context, RequestFunc
 
     from tap_accessgov.auth import AccessGovAuthenticator
-    from tap_accessgov.request_budget import RequestBudget
 
 
 class StateWriting(t.Protocol):
@@ -66,6 +68,27 @@ class ApiConnection(t.Protocol):
 
     @property
     def state_writer(self) -> StateWriting: ...
+
+
+class Stopping(threading.Event):
+    """Set while a stream's sync is stopping (prefetch.Workers sets it when it closes): every
+    wait on it ends (the request budget's, a retry's: request_budget.py), and every call the
+    stream's session has in flight is hung up (interrupt.py), so its worker threads end at
+    once instead of waiting up to ``request_timeout`` for an answer."""
+
+    def __init__(self, calls: InterruptibleAdapter) -> None:
+        super().__init__()
+        self._calls = calls
+
+    @override
+    def set(self) -> None:
+        super().set()
+        self._calls.hang_up()
+
+    @override
+    def clear(self) -> None:
+        self._calls.resume()
+        super().clear()
 
 
 class DryRunLimit:
@@ -142,12 +165,12 @@ class TapStream(ProgressReportingStream, SnapshotStream):
         """The run's one budget of requests in flight (the tap's)."""
         raise NotImplementedError
 
-    @override  # type: ignore[misc]  # final in the SDK: see the docstring
+    @override  # type: ignore[misc]  # final in the SDK: the second bend listed in tap.py
     def sync(self, context: Context | None = None) -> None:
         """The SDK's sync; however it ends, the worker threads this stream drives end with it,
         the records it wrote leave the writer's chunk (a failed sync's too, as a buffered
         stdout would at exit), and a failed run still says how the service slowed it down (a
-        successful one says it at its end, ``TapAccessGov.run_completed``).
+        successful one says it at its end, ``TapAccessGov.sync_all``).
 
         The SDK marks ``sync`` final and has no hook at its end: a failure outside
         ``get_records`` (a stream map, a closed output) leaves the records generator suspended
@@ -200,8 +223,8 @@ class AccessGovStream(RESTStream[str | None], TapStream):
         session = self.requests_session
         session.verify = session.merge_environment_settings("", {}, None, None, None)["verify"]
         # Set while this stream's sync is stopping (failed, interrupted, output closed): its
-        # worker threads' requests and retry waits end at once (see request_budget.py).
-        self.stopping = threading.Event()
+        # worker threads' requests, retry waits and calls in flight end at once.
+        self.stopping = Stopping(interruptible(session))
 
     @property
     @override
@@ -261,7 +284,12 @@ class AccessGovStream(RESTStream[str | None], TapStream):
         failed last and how often it was tried."""
         self.pin_proxies()
         # super() hands backoff this stream's logger: drop backoff's own lines on it (once).
-        self.logger.addFilter(QUIET_BACKOFF)
+        # From singer-sdk 0.55 the stream's logger is a LoggerAdapter: the filter goes on the
+        # logger it wraps, through which the adapter logs.
+        logger = self.logger
+        if isinstance(logger, logging.LoggerAdapter):
+            logger = logger.logger
+        logger.addFilter(QUIET_BACKOFF)
         budget = self.request_budget
         stopping = self.stopping
 
@@ -310,6 +338,8 @@ class AccessGovStream(RESTStream[str | None], TapStream):
         """One WARNING per retry in the tap's words, then the retry's wait (retries.retry_wait:
         the service's Retry-After, none after a 401, else exponential), which ends at once
         (SyncStopped) when this stream's sync stops."""
+        if self.stopping.is_set():
+            raise SyncStopped  # the call failed because the sync hung it up: no retry, no line
         exc = details.get("exception")
         prepared_request: requests.PreparedRequest = details["args"][0]
         attempt = details["tries"]

@@ -194,7 +194,9 @@ class GrantFeedStream(AccessGovStream):
         if app_ids := config.get("app_ids"):
             body["appRefs"] = [{"id": app_id} for app_id in app_ids]
         if refs := config.get("app_entitlement_refs"):
-            body["appEntitlementRefs"] = [{"appId": r["app_id"], "id": r["id"]} for r in refs]
+            body["appEntitlementRefs"] = [
+                {"appId": r["app_id"], "id": r["app_entitlement_id"]} for r in refs
+            ]
         if refs := config.get("app_user_refs"):
             body["appUserRefs"] = [{"appId": r["app_id"], "id": r["id"]} for r in refs]
         if user_ids := config.get("user_ids"):

@@ -38,6 +38,33 @@ def _ref(id_description: str) -> th.ObjectType:
     )
 
 
+# An app entitlement, in every setting that names one: {app_id, app_entitlement_id}, the
+# names of the warehouse's columns. app_entitlement_refs once took {app_id, id}: still read
+# (as the current shape, see Settings), with one deprecation line (``deprecations``).
+DEPRECATED_ENTITLEMENT_ID = "id"
+
+
+def _entitlement(*, deprecated_id: bool = False) -> th.ObjectType:
+    properties = [
+        th.Property("app_id", th.StringType(min_length=1), required=True, description="App id."),
+        th.Property(
+            "app_entitlement_id",
+            th.StringType(min_length=1),
+            required=not deprecated_id,
+            description="App entitlement id.",
+        ),
+    ]
+    if deprecated_id:
+        properties.append(
+            th.Property(
+                DEPRECATED_ENTITLEMENT_ID,
+                th.StringType(min_length=1),
+                description="Deprecated name of app_entitlement_id.",
+            )
+        )
+    return th.ObjectType(*properties, additional_properties=False)
+
+
 CONFIG_SCHEMA = th.PropertiesList(
     th.Property(
         "client_id",
@@ -143,9 +170,12 @@ CONFIG_SCHEMA = th.PropertiesList(
     ),
     th.Property(
         "app_entitlement_refs",
-        th.ArrayType(_ref("App entitlement id.")),
+        th.ArrayType(_entitlement(deprecated_id=True)),
         title="App entitlement filter",
-        description="Grant feed: only events of these app entitlements (appEntitlementRefs).",
+        description=(
+            "Grant feed: only events of these app entitlements (appEntitlementRefs): a list of "
+            "{app_id, app_entitlement_id}."
+        ),
     ),
     th.Property(
         "app_user_refs",
@@ -173,13 +203,7 @@ CONFIG_SCHEMA = th.PropertiesList(
     ),
     th.Property(
         "exclusion_entitlements",
-        th.ArrayType(
-            th.ObjectType(
-                th.Property("app_id", th.StringType(min_length=1), required=True),
-                th.Property("app_entitlement_id", th.StringType(min_length=1), required=True),
-                additional_properties=False,
-            )
-        ),
+        th.ArrayType(_entitlement()),
         title="Entitlements with automation exclusions",
         description=(
             "Only these app entitlements' automation exclusions (and excluded users) are "
@@ -220,28 +244,58 @@ class RedactedStr(str):
 class Settings(Mapping[str, t.Any]):
     """The config as the SDK holds it, each secret setting's value (``secret: true`` in the
     schema) read as a RedactedStr: a repr of the config, or of a copy of it (each stream's
-    config, the mapper's), in a log line or a traceback never carries the secret.
+    config, the mapper's), in a log line or a traceback never carries the secret; and an app
+    entitlement given in its deprecated shape read in the current one, so that the tap's code
+    knows one shape.
 
     A read-only view, so the SDK's own config stays as it was given (the SDK offers no hook
     to wrap a value, and its dict is private)."""
 
     def __init__(self, config: Mapping[str, t.Any]) -> None:
-        self._settings = config
+        self.given = config
 
     def __getitem__(self, name: str) -> t.Any:
-        value = self._settings[name]
+        value = self.given[name]
         if name in SECRET_SETTINGS and isinstance(value, str):
             return RedactedStr(value)
+        if name == "app_entitlement_refs" and isinstance(value, list):
+            return [_current_entitlement(entry) for entry in value]
         return value
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._settings)
+        return iter(self.given)
 
     def __len__(self) -> int:
-        return len(self._settings)
+        return len(self.given)
 
     def __repr__(self) -> str:
         return repr(dict(self))
+
+
+def _current_entitlement(entry: t.Any) -> t.Any:
+    """``{app_id, id}`` (deprecated) as ``{app_id, app_entitlement_id}``; anything else as it
+    is (an entry with both names is an error: ``semantic_problems``)."""
+    if (
+        isinstance(entry, dict)
+        and entry.get(DEPRECATED_ENTITLEMENT_ID) is not None
+        and entry.get("app_entitlement_id") is None
+    ):
+        entry = dict(entry)
+        entry["app_entitlement_id"] = entry.pop(DEPRECATED_ENTITLEMENT_ID)
+    return entry
+
+
+def deprecations(given: t.Mapping[str, t.Any]) -> list[str]:
+    """One warning per setting given in a deprecated shape (the config as given)."""
+    refs = given.get("app_entitlement_refs")
+    if isinstance(refs, list) and any(
+        isinstance(entry, dict) and DEPRECATED_ENTITLEMENT_ID in entry for entry in refs
+    ):
+        return [
+            "app_entitlement_refs: entries of the form {app_id, id} are deprecated; write "
+            "{app_id, app_entitlement_id}, as in exclusion_entitlements (read as such for now)"
+        ]
+    return []
 
 
 def _is_loopback(host: str) -> bool:
@@ -317,6 +371,23 @@ def semantic_problems(config: t.Mapping[str, t.Any]) -> list[str]:
                 errors.append(f"{setting}: {value!r} is not an RFC 3339 date-time")
     if len(dates) == 2 and dates["end_date"] <= dates["start_date"]:
         errors.append("end_date: must be later than start_date")
+    for index, entry in enumerate(config.get("app_entitlement_refs") or []):
+        if not isinstance(entry, dict):
+            continue
+        given = [
+            name
+            for name in ("app_entitlement_id", DEPRECATED_ENTITLEMENT_ID)
+            if entry.get(name) is not None
+        ]
+        if len(given) != 1:
+            errors.append(
+                f"app_entitlement_refs[{index}]: needs app_entitlement_id"
+                + (
+                    f" (not also {DEPRECATED_ENTITLEMENT_ID!r}, its deprecated name)"
+                    if given
+                    else ""
+                )
+            )
     seen: dict[tuple[str, str], int] = {}
     for index, entry in enumerate(config.get("exclusion_entitlements") or []):
         if not isinstance(entry, dict):

@@ -7,7 +7,7 @@ target-jsonl appends, target-postgres merges on the key. Singer's ACTIVATE_VERSI
 target-postgres delete the rows of older versions, but singer-sdk 0.54 announces the version
 *before* the records (a reader during or after a failed run sees a partly deleted table),
 target-jsonl ignores it, and target-postgres needs ``add_record_metadata`` on every stream for
-it (measured in README "Full-table snapshots"). So instead:
+it (measured in docs/decisions.md, "Full-table snapshots"). So instead:
 
 - every record of a full-table stream carries ``snapshotAt``, the run's start (the same instant
   for every stream of a run), which is also part of its primary key: a merging target keeps
@@ -120,24 +120,9 @@ class FullTableSnapshotsStream(Stream):
     primary_keys = ("stream", SNAPSHOT_AT)
     schema = FULL_TABLE_SNAPSHOT
 
-    def __init__(
-        self,
-        tap: Tap,
-        *,
-        snapshot_streams: t.Sequence[SnapshotStream],
-        run_completed: t.Callable[[], None],
-    ) -> None:
+    def __init__(self, tap: Tap, *, snapshot_streams: t.Sequence[SnapshotStream]) -> None:
         super().__init__(tap)
         self.snapshot_streams = snapshot_streams
-        self.run_completed = run_completed
-
-    @override
-    def log_sync_costs(self) -> None:
-        """Also the end of a successful run: ``sync_all`` ends by calling this for every
-        stream in sync order, this one last, selected or not, and only when no stream failed.
-        ``sync_all`` and the SDK's ``invoke`` offer no later seam (the tap's final STATE)."""
-        super().log_sync_costs()
-        self.run_completed()
 
     @override
     def get_records(self, context: Context | None) -> t.Iterable[dict[str, t.Any]]:

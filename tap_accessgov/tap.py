@@ -1,6 +1,30 @@
 """The tap: settings checked before anything runs, one authenticator, the streams in sync
 order, the run's final STATE, and the command line's additions to the SDK's (input files and
-failures in one line)."""
+failures in one line).
+
+Where the tap bends singer-sdk (0.54, and 0.55's pre-releases), each in one place:
+
+1. ``TapAccessGov.sync_all``, final in the SDK, is overridden: after the SDK's sync of every
+   stream, a STATE holding the whole state ends a successful run, and the run says how the
+   service slowed it down. Why: the SDK writes a STATE only when the state changed, so a run
+   with nothing new ended on a RECORD, and a target that echoes the last STATE it saw
+   (target-jsonl) kept none; the SDK has no hook at the end of a successful run. Would go
+   with such a hook, or with the SDK writing the whole state at the end of every run.
+2. ``TapStream.sync`` (client.py), final in the SDK, is overridden: however a stream's sync
+   ends, the worker threads it drives end with it (prefetch.py), and a failed run still says
+   how the service slowed it down. Why: the SDK has no hook at the end of a stream's sync, and
+   a failure outside ``get_records`` (a stream map, a closed output) leaves the records
+   generator suspended in the traceback, its workers still fetching. Would go with a hook
+   that runs when a stream's sync ends however it ends, or with concurrency in the SDK
+   (sdk#183, sdk#2121), which would own the threads.
+3. A ``paging.Page`` travels where the SDK declares a ``requests.Response``: the request path
+   (``AccessGovStream.request_decorator``) answers it, and the SDK hands it on untouched to
+   ``parse_response``, the paginator and ``update_sync_costs``. Why: the body is parsed once,
+   inside the retried attempt, so a malformed 200 is retried like a dropped connection; the
+   SDK would parse it again in ``parse_response`` and in the paginator, after the retries.
+   Would go with an SDK hook that parses a response once, inside the retried call, and hands
+   the parsed body to the hooks that read it.
+"""
 
 from __future__ import annotations
 
@@ -50,6 +74,8 @@ class TapAccessGov(Tap):
         # Before any error: a mistyped setting often explains the error that follows.
         for warning in settings.unknown_settings(self.config, self.settings_schema()):
             self.logger.warning(warning)
+        for warning in settings.deprecations(self.config.given):
+            self.logger.warning(warning)
         if schema_failure is not None:
             problems = settings.schema_problems(self.config, self.config_jsonschema)
             raise ConfigValidationError(
@@ -65,8 +91,9 @@ class TapAccessGov(Tap):
 
     @cached_property
     @override
-    def config(self) -> t.Mapping[str, t.Any]:
-        """The SDK's read-only config, the secret's value hidden from any repr (settings.py)."""
+    def config(self) -> settings.Settings:
+        """The SDK's read-only config, the secret's value hidden from any repr, a deprecated
+        shape read in the current one (settings.py)."""
         return settings.Settings(super().config)
 
     @classmethod
@@ -90,7 +117,7 @@ class TapAccessGov(Tap):
         """The SDK's run, plus: ``--state`` and ``--catalog`` files that are not JSON objects
         fail in one line naming the file (the SDK prints a traceback), and so does every
         failure the tap explains (cli.py). The files are read here once and handed on as the
-        SDK reads them; the final STATE is the run's own (``run_completed``)."""
+        SDK reads them; the final STATE is the run's own (``sync_all``)."""
         with cli.failing_in_one_line(cls.logger):
             if not about:
                 state = cli.checked_json_file(state, "state")
@@ -131,13 +158,12 @@ class TapAccessGov(Tap):
                     )
                 raise
 
-    def run_completed(self) -> None:
-        """The end of a successful run (see FullTableSnapshotsStream.log_sync_costs): a STATE
-        holding the whole state, and how often the service asked the tap to slow down.
-
-        The SDK writes a STATE only when the state changed, so a run with nothing new ended
-        on a RECORD, and a target that echoes the last STATE it saw (target-jsonl) wrote no
-        state at all."""
+    @override  # type: ignore[misc]  # final in the SDK: the first bend of the docstring
+    def sync_all(self) -> None:
+        """The SDK's sync of every stream (it stops at the first that fails); then the end of
+        a successful run: how often the service asked the tap to slow down, and a STATE
+        holding the whole state, the last message of the run."""
+        super().sync_all()
         self.request_budget.report()
         self.write_message(StateMessage(value=self.state))
 
@@ -202,9 +228,7 @@ class TapAccessGov(Tap):
         ]
         return [
             *streams,
-            FullTableSnapshotsStream(
-                self, snapshot_streams=streams, run_completed=self.run_completed
-            ),
+            FullTableSnapshotsStream(self, snapshot_streams=streams),
         ]
 
 

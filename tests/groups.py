@@ -1,4 +1,4 @@
-"""The test groups a developer can run alone (README, Development):
+"""The test groups a developer can run alone (docs/development.md):
 
 - offline: unit tests and in-process syncs against the emulator (no subprocess of the tap);
 - cli: the installed console script, run as a user or Meltano runs it;

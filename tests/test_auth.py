@@ -115,7 +115,7 @@ def test_token_endpoint_errors_are_retried(emulator: Emulator) -> None:
 def test_fatal_error_names_method_path_and_message(emulator: Emulator) -> None:
     config = {
         **tap_config(emulator),
-        "app_entitlement_refs": [{"app_id": "nope", "id": "nope"}],
+        "app_entitlement_refs": [{"app_id": "nope", "app_entitlement_id": "nope"}],
         "expand_mask": ["not_a_path"],
     }
     config, catalog = config, catalog_selecting(config, {"grant_feed": None})

@@ -5,12 +5,22 @@ from __future__ import annotations
 
 import json
 import logging
+import subprocess
 
 import pytest
 from singer_sdk.exceptions import ConfigValidationError
 
 from tap_accessgov.tap import TapAccessGov
-from tests.conftest import CREDENTIAL, STREAMS, config_file, run_cli, shared_emulator, tap_config
+from tests.conftest import (
+    BIN,
+    CREDENTIAL,
+    STREAMS,
+    config_file,
+    require_group,
+    run_cli,
+    shared_emulator,
+    tap_config,
+)
 
 GOOD = {
     "client_id": CREDENTIAL.client_id,
@@ -44,7 +54,11 @@ CASES = [
     ),
     (
         {"app_entitlement_refs": [{"app_id": "a1"}]},
-        "app_entitlement_refs[0]: 'id' is a required property",
+        "app_entitlement_refs[0]: needs app_entitlement_id",
+    ),
+    (
+        {"app_entitlement_refs": [{"app_id": "a1", "app_entitlement_id": "e1", "id": "e1"}]},
+        "app_entitlement_refs[0]: needs app_entitlement_id (not also 'id', its deprecated name)",
     ),
     (
         {"exclusion_entitlements": [{"app_id": "", "app_entitlement_id": "e"}]},
@@ -162,6 +176,21 @@ def test_about_documents_every_setting_and_marks_the_secret() -> None:
     assert properties["client_secret"].get("writeOnly") is True
 
 
+@pytest.mark.cli
+def test_python_dash_m_runs_the_same_command_line() -> None:
+    """``python -m tap_accessgov`` is the console script: same options, same output."""
+    require_group("cli")
+    by_module = subprocess.run(
+        [str(BIN / "python"), "-m", "tap_accessgov", "--about", "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert by_module.returncode == 0, by_module.stderr[-2000:]
+    assert by_module.stdout == run_cli("--about", "--format", "json").stdout
+
+
 INPUT_FILE_CASES = {
     "config missing": ("config", None, "config file {path}: not found"),
     "config not JSON": ("config", "{'page_size': 50}", "config file {path}: is not JSON ("),
@@ -189,6 +218,37 @@ def test_an_unreadable_config_or_state_file_fails_in_one_line(tmp_path, case: st
     assert expected.format(path=path) in errors[0]
     assert "Traceback" not in result.stderr
     assert len(result.stderr.splitlines()) <= 3, result.stderr
+
+
+@pytest.mark.parametrize("shape", ["current", "deprecated"])
+def test_an_app_entitlement_has_one_shape_in_every_setting_and_the_old_one_still_works(
+    caplog: pytest.LogCaptureFixture, shape: str
+) -> None:
+    """``{app_id, app_entitlement_id}`` in app_entitlement_refs as in exclusion_entitlements;
+    app_entitlement_refs' former ``{app_id, id}`` sends the same request, with one line."""
+    entitlements = [("a1", "e1"), ("a2", "e2")]
+    name = "app_entitlement_id" if shape == "current" else "id"
+    refs = [{"app_id": app, name: entitlement} for app, entitlement in entitlements]
+    with caplog.at_level(logging.WARNING):
+        tap = TapAccessGov(config={**GOOD, "app_entitlement_refs": refs}, parse_env_config=False)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert warnings == (
+        []
+        if shape == "current"
+        else [
+            "app_entitlement_refs: entries of the form {app_id, id} are deprecated; write "
+            "{app_id, app_entitlement_id}, as in exclusion_entitlements (read as such for now)"
+        ]
+    )
+    feed = tap.streams["grant_feed"]
+    assert feed.config["app_entitlement_refs"] == [
+        {"app_id": app, "app_entitlement_id": entitlement} for app, entitlement in entitlements
+    ]
+    body = feed.prepare_request_payload(None, None)  # type: ignore[attr-defined]
+    assert body["appEntitlementRefs"] == [
+        {"appId": app, "id": entitlement} for app, entitlement in entitlements
+    ]
+    assert tap.config.given["app_entitlement_refs"] == refs  # the SDK's config: as given
 
 
 def test_an_unknown_setting_is_a_warning_naming_the_closest_known_one(

@@ -4,7 +4,7 @@ for compiling them.
 Meltano installs plugins with uv, which leaves their modules as source unless told otherwise;
 where PYTHONDONTWRITEBYTECODE is set (this project's machines, many container images) Python
 then recompiles singer-sdk, SQLAlchemy and the rest on every start of the tap and the target:
-about 3 s of CPU on every `meltano run` (README, Performance). meltano.yml's project `env`
+about 3 s of CPU on every `meltano run` (docs/performance.md). meltano.yml's project `env`
 tells uv to compile at install time. The test installs a one-module plugin with that `env` in
 a scratch Meltano project (meltano.yml's own plugins would take minutes) and looks for the
 bytecode, with PYTHONDONTWRITEBYTECODE set so nothing but the installer can have written it."""

@@ -1,5 +1,5 @@
 """Production: the `accessgov` job run from fresh copies of the project that share nothing but
-PostgreSQL, as containers, pods or CI runners run it (README, Production).
+PostgreSQL, as containers, pods or CI runners run it (docs/deployment.md).
 
 Meltano's system database (state, run records, the "already running" guard) is in PostgreSQL
 (MELTANO_DATABASE_URI, the `prod` environment); each copy has the project's files and the
@@ -7,7 +7,8 @@ installed plugins (what an image holds) and a `.meltano/` of its own that no oth
 The tests check what Meltano 4.4.1 promises and the README repeats: the second runner reads only
 the events after the first one's bookmark, an overlapping run is refused and the first one
 completes untouched, a SIGKILLed run blocks the next one for 5 minutes after its last heartbeat
-and no longer; and the Dagster definitions (orchestrate/) run the job with retries."""
+and no longer; and the Dagster definitions (orchestrate/) run the job with retries, one run of
+it at a time."""
 
 from __future__ import annotations
 
@@ -325,7 +326,9 @@ def test_dagster_runs_the_job_on_its_schedule_with_retries(
             "import datetime, dagster as dg; from definitions import defs\n"
             "s = defs.resolve_schedule_def('accessgov_nightly')\n"
             "at = datetime.datetime(2026, 1, 2, tzinfo=datetime.UTC)\n"
-            "with dg.build_schedule_context(scheduled_execution_time=at) as context:\n"
+            "with dg.instance_for_test() as instance, dg.build_schedule_context(\n"
+            "    instance=instance, scheduled_execution_time=at\n"
+            ") as context:\n"
             "    requests = s.evaluate_tick(context).run_requests\n"
             "print(s.cron_schedule, s.execution_timezone, s.job_name, len(requests))",
         ],
@@ -354,10 +357,65 @@ def test_dagster_runs_the_job_on_its_schedule_with_retries(
     )
 
 
+ONE_AT_A_TIME = """
+import datetime, json, sys
+import dagster as dg
+from definitions import MeltanoProject, defs
+
+schedule = defs.resolve_schedule_def("accessgov_nightly")
+job = defs.resolve_job_def("accessgov")
+meltano = MeltanoProject(executable=sys.argv[1], client_secret="s", database_uri="u")
+at = datetime.datetime(2026, 1, 2, tzinfo=datetime.UTC)
+out = {}
+for earlier in ("STARTED", "SUCCESS"):
+    with dg.instance_for_test() as instance:
+        status = dg.DagsterRunStatus[earlier]
+        instance.add_run(dg.DagsterRun(job_name="accessgov", run_id="earlier", status=status))
+        with dg.build_schedule_context(instance=instance, scheduled_execution_time=at) as context:
+            tick = schedule.evaluate_tick(context)
+        run = job.execute_in_process(
+            instance=instance, resources={"meltano": meltano}, raise_on_error=False
+        )
+        out[earlier] = [len(tick.run_requests or []), tick.skip_message, run.success]
+print(json.dumps(out))
+"""
+
+
+def test_dagster_holds_the_job_to_one_run_at_a_time(meltano_plugins: None, tmp_path: Path) -> None:
+    """Meltano's guard covers the extract-load only, so a second run could start while the
+    first one's dbt build still runs. With a run of the job in progress (started elsewhere:
+    only the instance knows it), the schedule skips its tick and a run started by hand fails
+    (and is retried) without starting Meltano; with that run finished, both go ahead."""
+    calls = tmp_path / "meltano-calls"
+    fake_meltano = tmp_path / "meltano"
+    fake_meltano.write_text(f'#!/bin/sh\necho "$@" >> {calls}\n')
+    fake_meltano.chmod(0o755)
+    python = ROOT / ".meltano" / "orchestrators" / "dagster" / "venv" / "bin" / "python"
+    result = subprocess.run(
+        [str(python), "-c", ONE_AT_A_TIME, str(fake_meltano)],
+        cwd=ROOT / "orchestrate",
+        env={
+            **os.environ,
+            "PYTHONPATH": str(ROOT / "orchestrate"),
+            "DAGSTER_HOME": str(tmp_path),
+            "ACCESSGOV_RETRY_DELAY_SECONDS": "0.01",
+        },
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    outcome = json.loads(result.stdout.splitlines()[-1])
+    assert outcome["STARTED"] == [0, "run earlier of the job accessgov is still in progress", False]
+    assert outcome["SUCCESS"] == [1, None, True]
+    assert calls.read_text().splitlines() == ["run accessgov"]  # the second case only
+
+
 def test_meltano_creates_its_tables_in_an_empty_schema_but_not_the_schema(
     postgres, tmp_path: Path
 ) -> None:
-    """What "created on first use" means (README Production): Meltano migrates an empty schema
+    """What "created on first use" means (docs/deployment.md): Meltano migrates an empty schema
     on its first command, and answers a schema that does not exist with a misleading error
     (the README's troubleshooting row quotes it)."""
     connection, schema = postgres

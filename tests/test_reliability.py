@@ -12,6 +12,7 @@ import random
 import re
 import signal
 import subprocess
+import threading
 import time
 import typing as t
 from collections import Counter
@@ -20,12 +21,14 @@ from pathlib import Path
 import backoff
 import pytest
 import requests
+from singer_sdk import Tap
 from singer_sdk.exceptions import FatalAPIError
 
 from emulator import Dataset, Emulator, make_credential
 from emulator.tls import self_signed
 from tap_accessgov import retries
 from tap_accessgov.retries import retry_after_seconds
+from tap_accessgov.tap import TapAccessGov
 from tests.conftest import (
     BIN_TAP,
     CREDENTIAL,
@@ -36,6 +39,7 @@ from tests.conftest import (
     config_file,
     parse_singer,
     run_cli,
+    shared_emulator,
     sync,
     tap_config,
     without_run,
@@ -447,3 +451,78 @@ def test_every_successful_run_ends_with_the_whole_state(emulator: Emulator, tmp_
         == state["bookmarks"]["grant_feed"]["replication_key_value"]
     )
     assert set(last["value"]["bookmarks"]) == {*STREAMS, "full_table_snapshots"}
+
+
+@pytest.mark.parametrize("stream", ["grant_feed", "automation_exclusions"])
+def test_a_failed_run_exits_at_once_while_a_worker_waits_for_an_answer(
+    emulator: Emulator, stream: str
+) -> None:
+    """One worker's request fails (403) while another's is never answered (the emulator holds
+    it for ten minutes): the run fails within seconds, not after ``request_timeout``, and no
+    worker thread outlives it. The grant feed reads time windows in workers, the exclusions
+    read their partitions ahead (prefetch.py)."""
+    slow_then_fatal: list[tuple[str, str]]
+    if stream == "grant_feed":
+        slow_then_fatal = [("slow", FEED), ("403", FEED)]  # any two windows
+        settings: dict[str, t.Any] = {}
+    else:
+        # The main thread waits for the partitions in order: the first fails, the second hangs.
+        (a, ae), (b, be) = emulator.dataset.exclusion_entitlements[:2]
+        path = "/api/v1/apps/{}/entitlements/{}/automation/exclusions"
+        slow_then_fatal = [("403", path.format(a, ae)), ("slow", path.format(b, be))]
+        settings = {
+            "exclusion_entitlements": [
+                {"app_id": a, "app_entitlement_id": ae},
+                {"app_id": b, "app_entitlement_id": be},
+            ]
+        }
+    for kind, path in slow_then_fatal:
+        emulator.faults.add(kind=kind, path=path, delay=600)
+    config = {**tap_config(emulator), "max_concurrency": 4, "request_timeout": 60, **settings}
+    tap = TapAccessGov(
+        config=config, catalog=catalog_selecting(config, {stream: None}), parse_env_config=False
+    )
+
+    def hanging_first(response: requests.Response, *args: t.Any, **kwargs: t.Any) -> None:
+        """The 403 is handed on only once the other request hangs in the emulator."""
+        if response.status_code == 403:
+            deadline = time.monotonic() + 5
+            while "slow" not in emulator.stats["faults_by_kind"] and time.monotonic() < deadline:
+                time.sleep(0.01)
+
+    tap.streams[stream].requests_session.hooks["response"].append(hanging_first)  # type: ignore[attr-defined]
+    started = time.monotonic()
+    with pytest.raises(FatalAPIError, match="answered 403"):
+        sync(config, tap=tap)
+    took = time.monotonic() - started
+    assert took < 10, f"the failed run waited {took:.0f} s for a request in flight"
+    assert emulator.stats["faults_by_kind"] == {"slow": 1, "403": 1}
+    workers = ("grant-feed", "prefetch")  # prefetch.Workers' thread names
+    assert not [th.name for th in threading.enumerate() if th.name.startswith(workers)]
+
+
+def test_the_final_state_is_written_after_the_sdk_has_synced_every_stream(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The whole STATE that ends a successful run is written by the tap's ``sync_all`` once
+    the SDK's has returned (the first bend listed in tap.py), not from inside it by a stream's
+    metrics hook (``log_sync_costs``, which the SDK happens to call last)."""
+    events: list[str] = []
+    sdk_sync_all, write_message = Tap.sync_all, TapAccessGov.write_message
+
+    def sync_all(tap: Tap) -> None:
+        sdk_sync_all(tap)
+        events.append("the SDK's sync_all returned")
+
+    def write(tap: TapAccessGov, message: t.Any) -> None:
+        events.append(f"{type(message).__name__} {json.dumps(getattr(message, 'value', None))}")
+        write_message(tap, message)
+
+    monkeypatch.setattr(Tap, "sync_all", sync_all)
+    monkeypatch.setattr(TapAccessGov, "write_message", write)
+    config = tap_config(shared_emulator())
+    tap = TapAccessGov(config=config, parse_env_config=False)
+    result = sync(config, tap=tap)
+    assert events[-2:] == ["the SDK's sync_all returned", f"StateMessage {json.dumps(tap.state)}"]
+    assert result.messages[-1] == {"type": "STATE", "value": result.state}
+    assert set(result.state["bookmarks"]) == {*STREAMS, "full_table_snapshots"}

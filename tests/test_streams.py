@@ -619,10 +619,11 @@ def test_a_repeated_grant_feed_page_token_still_fails_the_run(emulator: Emulator
 
 
 def readme_pseudonymisation_example() -> dict:
-    """The stream-maps settings of README.md's pseudonymisation example, as written."""
-    readme = (ROOT / "README.md").read_text()
-    marker = readme.index("<!-- pseudonymisation example:")
-    block = readme[marker:].split("```json\n", 1)[1].split("```", 1)[0]
+    """The stream-maps settings of the pseudonymisation example (docs/configuration.md), as
+    written."""
+    doc = (ROOT / "docs" / "configuration.md").read_text()
+    marker = doc.index("<!-- pseudonymisation example:")
+    block = doc[marker:].split("```json\n", 1)[1].split("```", 1)[0]
     return json.loads("{" + block + "}")
 
 
