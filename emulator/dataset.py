@@ -17,7 +17,7 @@ from typing import Any
 from emulator import lifecycle
 from emulator.catalog import App, Catalog
 from emulator.exclusions import Exclusions
-from emulator.feed import DISTRIBUTIONS, Event, GrantFeed
+from emulator.feed import DISTRIBUTIONS, ORDERS, Event, GrantFeed
 from emulator.seed import Seed
 from emulator.timefmt import to_ns
 from emulator.users import Users
@@ -48,13 +48,17 @@ class Dataset:
         catalog_apps: int = 120,
         catalog_entitlements: int | None = None,
         distribution: str = "uniform",
+        order: str = "near",
     ) -> None:
         if apps < 1 or users < 1 or events < 0 or span_days < 1:
             raise ValueError("need apps >= 1, users >= 1, events >= 0, span_days >= 1")
         if distribution not in DISTRIBUTIONS:
             raise ValueError(f"distribution must be one of {', '.join(DISTRIBUTIONS)}")
+        if order not in ORDERS:
+            raise ValueError(f"order must be one of {', '.join(ORDERS)}")
         self.seed = seed
         self.distribution = distribution
+        self.order = order
         self.end_ns = to_ns(end if end is not None else _end_default())
         key = Seed(seed)
         self.catalog = Catalog(
@@ -84,6 +88,7 @@ class Dataset:
             end_ns=self.end_ns,
             span_days=span_days,
             distribution=distribution,
+            order=order,
         )
 
     # ----- catalog ----------------------------------------------------------------------------
