@@ -39,6 +39,8 @@ EXPANDED_FIELDS = {
 }
 _EXPANDED_PATH = re.compile(r"^\$\.expanded\[(\d+)\]$")
 _DAY = 86_400 * 1_000_000_000  # ns
+# How far back from the sync's start the probes for the earliest event look (days), at once.
+PROBE_DAYS = (1, 4, 16, 64, 256, 1024, 4096, 16384)
 
 
 def _window_context(window: Window) -> dict[str, t.Any]:
@@ -101,9 +103,14 @@ class GrantFeedStream(AccessGovStream):
         lower_ns = to_ns(lower) if lower else None
         upper_ns = to_ns(end) if (end := config.get("end_date")) else None
         high = upper_ns if upper_ns is not None else to_ns(self._signpost)
-        low = lower_ns if lower_ns is not None else self._earliest_event(high)
-        high = max(high, low + 1)
         self.pin_proxies()  # before the threads: it changes the shared session
+        self._workers = Workers(workers, self.stopping, "grant-feed")
+        try:
+            low = lower_ns if lower_ns is not None else self._earliest_event(high, self._workers)
+        except BaseException:
+            self._workers.close()
+            raise
+        high = max(high, low + 1)
         state = self.stream_state
         filters = filters_digest(config)
         backfill = Backfill.from_state(state, filters)
@@ -116,12 +123,9 @@ class GrantFeedStream(AccessGovStream):
                 len(backfill.completed),
             )
         windows = backfill.remaining(initial_windows(lower_ns, upper_ns, low, high, workers))
-        self._workers = Workers(workers, self.stopping, "grant-feed")
         reader = WindowReader(
             read=lambda window: self.request_records(_window_context(window)),
-            split=lambda window, pages, spread, delivered, typical: pieces(
-                window, pages, spread, delivered, typical, low, high
-            ),
+            split=lambda window, delivered, typical: pieces(window, delivered, typical, low, high),
             page_size=self.page_size,
             workers=self._workers,
             count=workers,
@@ -141,27 +145,32 @@ class GrantFeedStream(AccessGovStream):
             )
         state.pop(BACKFILL, None)
 
-    def _earliest_event(self, before: int) -> int:
-        """With no bookmark and no start_date: a day at or before the earliest event, found by
-        bisecting time with small requests (about 16), so windows can be cut. The first window
-        is still sent without ``after``: nothing before that day is lost if the service adds
-        an older event meanwhile."""
-        probes = 1
-        if not self._any_event_before(before):
-            return before
-        low, high = 0, before
-        while high - low > _DAY:
-            middle = (low + high) // 2
-            probes += 1
-            if self._any_event_before(middle):
-                high = middle
-            else:
-                low = middle
+    def _earliest_event(self, before: int, workers: Workers) -> int:
+        """With no bookmark and no start_date: an instant at or before the earliest event, so
+        windows can be cut. One round of small requests at once (``PROBE_DAYS``: is there an
+        event before each of those days back from ``before``?); the earliest event lies after
+        the first instant with nothing before it, within a quarter of the distance back from
+        ``before`` (so at most that share of the range cut is empty). The first window is still
+        sent without ``after``: nothing older is lost if the service adds an older event
+        meanwhile."""
+        instants = [before - days * _DAY for days in PROBE_DAYS if before > days * _DAY]
+        found = [
+            future.result()
+            for future in [workers.submit(self._any_event_before, instant) for instant in instants]
+        ]
+        low = next(
+            (
+                instant
+                for instant, any_before in zip(instants, found, strict=True)
+                if not any_before
+            ),
+            0,
+        )
         self.logger.info(
             "No start_date and no state: the earliest grant event is on or after %s (%d "
             "requests); reading everything from there",
             from_ns(low),
-            probes,
+            len(instants),
         )
         return low
 
