@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import datetime
 import re
 import typing as t
@@ -106,7 +107,7 @@ class GrantFeedStream(AccessGovStream):
         self.pin_proxies()  # before the threads: it changes the shared session
         self._workers = Workers(workers, self.stopping, "grant-feed")
         try:
-            low = lower_ns if lower_ns is not None else self._earliest_event(high, self._workers)
+            low = self._earliest_event(lower_ns, high, self._workers)
         except BaseException:
             self._workers.close()
             raise
@@ -145,37 +146,46 @@ class GrantFeedStream(AccessGovStream):
             )
         state.pop(BACKFILL, None)
 
-    def _earliest_event(self, before: int, workers: Workers) -> int:
-        """With no bookmark and no start_date: an instant at or before the earliest event, so
-        windows can be cut. One round of small requests at once (``PROBE_DAYS``: is there an
-        event before each of those days back from ``before``?); the earliest event lies after
-        the first instant with nothing before it, within a quarter of the distance back from
-        ``before`` (so at most that share of the range cut is empty). The first window is still
-        sent without ``after``: nothing older is lost if the service adds an older event
-        meanwhile."""
-        instants = [before - days * _DAY for days in PROBE_DAYS if before > days * _DAY]
-        found = [
-            future.result()
-            for future in [workers.submit(self._any_event_before, instant) for instant in instants]
-        ]
+    def _earliest_event(self, after: int | None, before: int, workers: Workers) -> int:
+        """Where the events of ``[after, before)`` begin (``after`` None: no bookmark and no
+        start_date), so the windows are cut where the data is, not over years before it. One
+        round of small requests at once: is there an event in ``[after, instant)`` for each
+        instant ``PROBE_DAYS`` back from ``before``? The first instant with none before it is
+        where the windows are cut from (the earliest event lies within a quarter of the
+        distance from there to ``before``); the probe read that there is nothing before it.
+        The windows still tile the whole range (the oldest one reaches down to ``after``, or
+        has no ``after`` at all), so an event the service adds meanwhile is not lost."""
+        lowest = 0 if after is None else after
+        instants = [before - days * _DAY for days in PROBE_DAYS if before - days * _DAY > lowest]
+        if not instants:
+            return lowest
+        probes = [workers.submit(self._any_event_between, after, instant) for instant in instants]
+        # The first failure ends the round (the caller closes the workers: waits end at once).
+        concurrent.futures.wait(probes, return_when=concurrent.futures.FIRST_EXCEPTION)
+        found = [probe.result() for probe in probes if probe.done() and not probe.exception()]
+        for probe in probes:
+            if probe.done() and (failure := probe.exception()) is not None:
+                raise failure
         low = next(
             (
                 instant
                 for instant, any_before in zip(instants, found, strict=True)
                 if not any_before
             ),
-            0,
+            lowest,
         )
         self.logger.info(
-            "No start_date and no state: the earliest grant event is on or after %s (%d "
-            "requests); reading everything from there",
+            "The earliest grant event after %s is on or after %s (%d requests); the windows "
+            "are cut from there",
+            "the start" if after is None else from_ns(after),
             from_ns(low),
             len(instants),
         )
         return low
 
-    def _any_event_before(self, instant: int) -> bool:
-        records = iter(self.request_records({"before": from_ns(instant), "probe": True}))
+    def _any_event_between(self, after: int | None, before: int) -> bool:
+        context = {"after": None if after is None else from_ns(after), "before": from_ns(before)}
+        records = iter(self.request_records({**context, "probe": True}))
         try:
             return next(records, None) is not None
         finally:

@@ -58,6 +58,8 @@ MIN_WIDTH = 1_000_000  # ns (1 ms): no window is cut narrower
 MAX_PIECES = 32
 SAMPLE_PIECES = 16  # pieces of a window whose pages are a sample of its dates
 SAMPLE_CUTS = 1  # sample cuts of a window and its pieces, at most
+SAMPLE_AT = 2
+SAMPLE_PLUS = 0
 BY_DATE = 0.5  # |rank correlation| from which a window's pages are taken as ordered by date
 SPLIT_WITHIN_PAGES = 8  # a window is split only in its first pages (the skip list stays short)
 BACKFILL = "backfill"  # the key of the window state inside the stream's state
@@ -97,10 +99,15 @@ def cut(start: int | None, end: int | None, low: int, high: int, count: int) -> 
 def initial_windows(
     start: int | None, end: int | None, low: int, high: int, workers: int
 ) -> list[Window]:
-    """The run's range cut for ``workers`` requests in flight, newest first (most events are
-    recent: the dense windows are found early, the sparse past fills the end of the run)."""
+    """The run's range ``[start, end)`` cut for ``workers`` requests in flight over ``[low,
+    high)``, where its events are (the oldest window reaches down to ``start``), newest first
+    (most events are recent: the dense windows are found early, the sparse past fills the end
+    of the run)."""
     count = min(WINDOWS_PER_WORKER * workers, max(1, (high - low) // CUT_WIDTH))
-    return list(reversed(cut(start, end, low, high, count)))
+    windows = cut(None if start is None or start < low else start, end, low, high, count)
+    if start is not None and windows[0].start is None:  # the oldest reaches down to start
+        windows[0] = Window(start, windows[0].end)
+    return list(reversed(windows))
 
 
 def pieces(
@@ -165,7 +172,11 @@ def pieces(
     else:
         # Before a window completed, nothing says whether this one is large; after, one that
         # goes on for twice the typical pages is.
-        if window.sampled >= SAMPLE_CUTS or typical is None or pages < 2 * typical:
+        if (
+            window.sampled >= SAMPLE_CUTS
+            or typical is None
+            or pages < SAMPLE_AT * typical + SAMPLE_PLUS
+        ):
             return []
         count = SAMPLE_PIECES
         dates.sort()

@@ -101,7 +101,11 @@ CONFIG_SCHEMA = th.PropertiesList(
         th.IntegerType(minimum=10, maximum=100),
         default=100,
         title="Page size",
-        description="Results per page on every list and search request (10-100).",
+        description=(
+            "Results per page on every list and search request (10-100). The grant feed's "
+            "probes for where its events begin (one round of small requests, when there is "
+            "no start_date or the range reaches far back) send pageSize 10."
+        ),
     ),
     th.Property(
         "max_concurrency",

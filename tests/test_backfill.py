@@ -319,7 +319,9 @@ def test_concurrent_windows_meeting_a_revoked_token_renew_it_once(skewed: Emulat
 def test_a_failed_run_does_not_wait_for_retries_and_leaves_no_thread() -> None:
     dataset = Dataset(**SKEWED)
     with Emulator(dataset, credential=CREDENTIAL, latency=0.05) as emulator:
-        emulator.faults.add("429", path=FEED, times=6, retry_after=40)
+        # The first round (the probes for where the events begin: four here) meets three
+        # 429s that ask for 40 s and one 403.
+        emulator.faults.add("429", path=FEED, times=3, retry_after=40)
         emulator.faults.add("403", path=FEED, times=1)
         started = time.monotonic()
         with pytest.raises(Exception, match="403"):
@@ -615,3 +617,26 @@ def test_a_sample_cut_gives_pieces_of_equal_counts_that_tile_the_window() -> Non
         "each read event skipped once"
     )
     assert not pieces(children[0], delivered_pages, 1.0, 0, 1000 * ms), "a piece is not cut again"
+
+
+def test_a_start_date_years_before_the_data_is_not_cut_into_empty_windows(
+    skewed: Emulator,
+) -> None:
+    """A start_date two years before the first event: one round of probes (pages of 10, at
+    once) finds where the events begin, and the windows are cut there, the oldest still
+    reaching down to start_date; cut evenly from start_date, three in four would be empty."""
+    first = min(ns(entry["feed"]["date"]) for entry in skewed.dataset.feed_entries())
+    start = from_ns(first - 730 * 86_400 * 1_000_000_000)
+    config = feed_config(skewed, start_date=start)
+    tap = TapAccessGov(config=config, parse_env_config=False)
+    bodies = Bodies(tap)
+    result = sync(config, tap=tap)
+    assert delivered(result.records["grant_feed"]) == truth(skewed.dataset, after=start)
+    probes = [body for body in bodies.sent if body["pageSize"] == 10]
+    assert 0 < len(probes) <= 8
+    assert all(ns(body["after"]) == ns(start) for body in probes)
+    windows = {(b["after"], b.get("before")) for b in bodies.sent if b["pageSize"] != 10}
+    assert min(ns(after) for after, _ in windows) == ns(start)
+    empty = [(a, b) for a, b in windows if b is not None and ns(b) <= first]
+    assert len(windows) > 16
+    assert len(empty) <= 12, f"{len(empty)} of {len(windows)} windows hold no event"
