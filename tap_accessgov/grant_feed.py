@@ -107,7 +107,13 @@ class GrantFeedStream(AccessGovStream):
         self.pin_proxies()  # before the threads: it changes the shared session
         self._workers = Workers(workers, self.stopping, "grant-feed")
         try:
-            low = self._earliest_event(lower_ns, high, self._workers)
+            # After a bookmark the events go on from there: probes only for a first sync.
+            bookmarked = self.stream_state.get("replication_key_value") is not None
+            low = (
+                lower_ns
+                if bookmarked and lower_ns is not None
+                else self._earliest_event(lower_ns, high, self._workers)
+            )
         except BaseException:
             self._workers.close()
             raise
