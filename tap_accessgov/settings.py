@@ -103,8 +103,8 @@ CONFIG_SCHEMA = th.PropertiesList(
         title="Page size",
         description=(
             "Results per page on every list and search request (10-100). The grant feed's "
-            "probes for where its events begin (one round of small requests, when there is "
-            "no start_date or the range reaches far back) send pageSize 10."
+            "probes for where its events begin (one round of small requests at the start of "
+            "a first sync) send pageSize 10."
         ),
     ),
     th.Property(
