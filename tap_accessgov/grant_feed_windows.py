@@ -58,8 +58,6 @@ MIN_WIDTH = 1_000_000  # ns (1 ms): no window is cut narrower
 MAX_PIECES = 32
 SAMPLE_PIECES = 16  # pieces of a window whose pages are a sample of its dates
 SAMPLE_CUTS = 1  # sample cuts of a window and its pieces, at most
-SAMPLE_AT = 2
-SAMPLE_PLUS = 0
 BY_DATE = 0.5  # |rank correlation| from which a window's pages are taken as ordered by date
 SPLIT_WITHIN_PAGES = 8  # a window is split only in its first pages (the skip list stays short)
 BACKFILL = "backfill"  # the key of the window state inside the stream's state
@@ -172,11 +170,7 @@ def pieces(
     else:
         # Before a window completed, nothing says whether this one is large; after, one that
         # goes on for twice the typical pages is.
-        if (
-            window.sampled >= SAMPLE_CUTS
-            or typical is None
-            or pages < SAMPLE_AT * typical + SAMPLE_PLUS
-        ):
+        if window.sampled >= SAMPLE_CUTS or typical is None or pages < 2 * typical:
             return []
         count = SAMPLE_PIECES
         dates.sort()
