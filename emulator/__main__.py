@@ -16,6 +16,7 @@ from pathlib import Path
 from types import FrameType
 
 from emulator import Dataset, Emulator, make_credential
+from emulator.feed import DISTRIBUTIONS, ORDERS
 
 
 def _write_atomically(path: str, text: str) -> None:
@@ -38,10 +39,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--span-days", type=int, default=180, help="days covered by the initial feed")
     p.add_argument(
         "--distribution",
-        choices=("uniform", "skewed"),
+        choices=tuple(DISTRIBUTIONS),
         default="uniform",
-        help="how the initial events' dates spread: evenly, or skewed like a real tenant's "
-        "(a sparse past, one dense burst, most events recent)",
+        help="how the initial events' dates spread: evenly, skewed like a real tenant's "
+        "(a sparse past, one dense burst, most events recent), or recent (70%% of them in the "
+        "last tenth of the span)",
+    )
+    p.add_argument(
+        "--feed-order",
+        choices=ORDERS,
+        default="near",
+        help="the order a feed search returns its events in: near-chronological (default), "
+        "ascending or descending by date, or none (by a random id)",
     )
     p.add_argument(
         "--max-in-flight",
@@ -129,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         catalog_entitlements=args.catalog_entitlements,
         distribution=args.distribution,
         grants_before_feed=args.grants_before_feed,
+        order=args.feed_order,
     )
     credential = make_credential(seed=args.credential_seed, tenant=args.tenant)
     emulator = Emulator(

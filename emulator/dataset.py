@@ -20,7 +20,7 @@ from emulator.accounts import Account, Accounts
 from emulator.catalog import App, Catalog
 from emulator.directory import Directory, DirectoryUser
 from emulator.exclusions import Exclusions
-from emulator.feed import DISTRIBUTIONS, Event, GrantFeed
+from emulator.feed import DISTRIBUTIONS, ORDERS, Event, GrantFeed
 from emulator.grants import CurrentGrant, CurrentGrants
 from emulator.seed import Seed
 from emulator.timefmt import to_ns
@@ -54,13 +54,17 @@ class Dataset:
         catalog_entitlements: int | None = None,
         distribution: str = "uniform",
         grants_before_feed: int | None = None,
+        order: str = "near",
     ) -> None:
         if apps < 1 or users < 1 or events < 0 or span_days < 1:
             raise ValueError("need apps >= 1, users >= 1, events >= 0, span_days >= 1")
         if distribution not in DISTRIBUTIONS:
             raise ValueError(f"distribution must be one of {', '.join(DISTRIBUTIONS)}")
+        if order not in ORDERS:
+            raise ValueError(f"order must be one of {', '.join(ORDERS)}")
         self.seed = seed
         self.distribution = distribution
+        self.order = order
         self.end_ns = to_ns(end if end is not None else _end_default())
         key = Seed(seed)
         self.catalog = Catalog(
@@ -90,6 +94,7 @@ class Dataset:
             end_ns=self.end_ns,
             span_days=span_days,
             distribution=distribution,
+            order=order,
         )
         # Accounts and the grants held now (the feed's, and those made before it: by default
         # one for every eight events, about as many as the feed holds at its end).

@@ -4,7 +4,14 @@ them, POST /api/v1/grants/feed (request validation, cursor paging and the expand
 Events are never stored: event i is decoded from a hash of (seed, i), and its date is
 `base + i*step + jitter` with bounded jitter. That keeps 1,000,000 events free in memory,
 keeps neighbours out of date order (the feed is not sorted), and still lets a search with
-`after`/`before` jump straight to the index range that can match. Which grant an event touches,
+`after`/`before` jump straight to the index range that can match.
+
+The service does not document the order of a search's results, so the feed can be served in
+each order a client may meet (``ORDERS``): ``near`` (index order: near-chronological, the
+default), ``ascending`` or ``descending`` by date, or ``none`` (ordered by a keyed hash of the
+event, as a search ordered by some random id would return it). A search's server order is
+the order of the index range its ``after``/``before`` allow (decoded and sorted once per range,
+then cached), followed by the events added at run time in the order they were added. Which grant an event touches,
 and its type, come from the lifecycle plan (emulator/lifecycle.py), which also holds the rules
 that read the history back (the ground truth).
 
@@ -19,6 +26,7 @@ so a client that sends something the real service would reject fails here first.
 
 from __future__ import annotations
 
+import collections
 import itertools
 import json
 import random
@@ -48,10 +56,17 @@ MARGIN = NS  # how far precision rounding can move a generated date
 # How the initial events' dates spread over the span: knots (share of events, share of time).
 # "skewed" is a real tenant's year: a sparse past (20% of the events over 60% of the time), one
 # busy burst (30% in 2%, a few days of a half-year span) and a busier recent stretch.
+# "recent": a tenant whose use took off lately, 70% of the events in the last tenth of the span.
 DISTRIBUTIONS: dict[str, tuple[tuple[float, float], ...]] = {
     "uniform": ((0.0, 0.0), (1.0, 1.0)),
     "skewed": ((0.0, 0.0), (0.2, 0.6), (0.5, 0.62), (1.0, 1.0)),
+    "recent": ((0.0, 0.0), (0.3, 0.9), (1.0, 1.0)),
 }
+
+
+ORDERS = ("near", "ascending", "descending", "none")
+ORDER_TAG = 0x0D3E  # the seed.mix tag of the ``none`` order's keys
+ORDER_CACHE = 256  # index ranges whose server order is kept (a backfill's windows)
 
 
 class _Warp:
@@ -127,8 +142,12 @@ class GrantFeed:
         end_ns: int,
         span_days: int,
         distribution: str,
+        order: str = "near",
     ) -> None:
+        if order not in ORDERS:
+            raise ValueError(f"order must be one of {', '.join(ORDERS)}")
         self.seed = seed
+        self.order = order
         self.catalog = catalog
         self.users = users
         self.lifecycles = lifecycles
@@ -146,6 +165,9 @@ class GrantFeed:
         self._added: list[Event] = []  # events added at run time, in server order
         tail = range(max(0, events - 2 - (self.window + 2 * MARGIN) // self.step), events)
         self._max_date = max((self.event(i).date for i in tail), default=self.base)
+        self._orders: collections.OrderedDict[tuple[int, int], Sequence[int]] = (
+            collections.OrderedDict()
+        )
 
     @property
     def total(self) -> int:
@@ -246,30 +268,51 @@ class GrantFeed:
             hi = min(hi, max(0, before // self.step + 2))
         return min(lo, self.size), hi
 
+    def server_order(self, lo: int, hi: int) -> Sequence[int]:
+        """The initial events of the index range ``[lo, hi)`` in the feed's server order."""
+        if self.order == "near":
+            return range(lo, hi)
+        with self._lock:
+            if (cached := self._orders.get((lo, hi))) is not None:
+                self._orders.move_to_end((lo, hi))
+                return cached
+        if self.order == "none":
+            ordered = sorted(range(lo, hi), key=lambda i: self.seed.mix(ORDER_TAG, i))
+        else:
+            dated = sorted((self.event(i).date, i) for i in range(lo, hi))
+            ordered = [i for _, i in dated]
+            if self.order == "descending":
+                ordered.reverse()
+        with self._lock:
+            self._orders[(lo, hi)] = ordered
+            while len(self._orders) > ORDER_CACHE:
+                self._orders.popitem(last=False)
+        return ordered
+
     def scan(
         self, flt: FeedFilter, start: int, limit: int, budget: int | None = None
     ) -> tuple[list[Event], int | None]:
         """Matching events from position `start` in server order, at most `limit` of them.
 
-        Returns the events and the position to resume from, or None when nothing is left.
-        Once something matched, stops early (a short page, with a resume position) after
-        examining `budget` events, so a sparse search of a huge feed answers in bounded time;
-        a page is never empty unless the search is over.
+        Positions count the search's index range in server order (``server_order``), then
+        the events added at run time. Returns the events and the position to resume from, or
+        None when nothing is left. Once something matched, stops early (a short page, with a
+        resume position) after examining `budget` events, so a sparse search of a huge feed
+        answers in bounded time; a page is never empty unless the search is over.
         """
-        total = self.total
         lo, hi = self.initial_range(flt)
+        order = self.server_order(lo, hi) if lo < hi else range(0)
+        initial = len(order)
         found: list[Event] = []
         examined = 0
-        i = max(start, lo) if start < self.size else start
-        while i < total:
-            if hi <= i < self.size:
-                i = self.size
-                continue
+        position = start
+        while position < initial + len(self._added):
             if len(found) >= limit or (found and budget is not None and examined >= budget):
-                return found, i
+                return found, position
+            i = order[position] if position < initial else self.size + position - initial
             e = self.event(i)
             examined += 1
-            i += 1
+            position += 1
             if flt.matches(e):
                 found.append(e)
         return found, None

@@ -27,10 +27,12 @@ In one run, alternating the two sides of each comparison and reporting medians:
    it (only the emulator's URL, the secret and ``select: grant_feed`` come from the
    environment), at 50,000 and 500,000 events: medians, ratio, rows loaded and the peak RSS
    of the tap and of the target. ``--candidates`` compares loader settings side by side.
-7. a real tenant's backfill (``--only backfill``, scripts/backfill_benchmark.py): 20,000 skewed
-   events at 100 ms per request, the tap against a sequential raw loop and end to end against
-   the sequential tap; the re-read share after a kill, a 2-in-flight service, and the tap
-   without latency against its single query.
+7. a real tenant's backfill (``--only backfill``, scripts/backfill_benchmark.py): 20,000
+   events at 100 ms per request, served in every order, with ``start_date`` at the data, two
+   years before it and unset: the tap against a sequential raw loop and the re-read share
+   after a kill (``--backfill-orders``, ``--backfill-starts`` for a subset); then a
+   2-in-flight service, end to end against the sequential tap, and the tap without latency
+   against its single query.
 8. the models at warehouse scale (``--only models``, scripts/model_benchmark.py): 100,000 and
    1,000,000 events loaded into fresh tables by the shipped loaders, then ``dbt build`` right
    away, load and build side by side per engine; then a nightly load and rebuild.
@@ -51,6 +53,8 @@ import tempfile
 import typing as t
 from pathlib import Path
 
+from backfill_benchmark import ORDERS as BACKFILL_ORDERS
+from backfill_benchmark import STARTS as BACKFILL_STARTS
 from backfill_benchmark import backfill
 from bench_runs import (
     catalog_for,
@@ -467,7 +471,20 @@ def main() -> None:
         help="models section: new events of the nightly load after the largest (0 = none)",
     )
     parser.add_argument(
-        "--backfill-events", type=int, default=50_000, help="grant events of the backfill section"
+        "--backfill-events", type=int, default=20_000, help="grant events of the backfill section"
+    )
+    parser.add_argument(
+        "--backfill-orders",
+        type=lambda text: text.split(","),
+        default=list(BACKFILL_ORDERS),
+        help=f"backfill: the feed orders to run ({', '.join(BACKFILL_ORDERS)}; default: all)",
+    )
+    parser.add_argument(
+        "--backfill-starts",
+        type=lambda text: text.split(","),
+        default=list(BACKFILL_STARTS),
+        help="backfill: the start_date kinds to run (data: at the data, early: two years "
+        "before it, unset; default: all)",
     )
     parser.add_argument(
         "--no-backfill-e2e",
@@ -485,6 +502,10 @@ def main() -> None:
         parser.error(f"unknown section(s): {', '.join(sorted(unknown))}")
     if unknown := set(args.model_engines) - set(ENGINES):
         parser.error(f"unknown engine(s): {', '.join(sorted(unknown))}")
+    if unknown := set(args.backfill_orders) - set(BACKFILL_ORDERS):
+        parser.error(f"unknown feed order(s): {', '.join(sorted(unknown))}")
+    if unknown := set(args.backfill_starts) - set(BACKFILL_STARTS):
+        parser.error(f"unknown start_date kind(s): {', '.join(sorted(unknown))}")
 
     lines: list[str] = []
 

@@ -4,7 +4,7 @@ another (requests, pages of 100, one token), no SDK.
     python scripts/raw_loop.py CONFIG                  # each entry as a JSON line to /dev/null
     python scripts/raw_loop.py CONFIG --copy URL TABLE  # psycopg COPY of each entry into TABLE
 
-CONFIG is the tap's config file (client_id, client_secret, api_url, start_date). The first form
+CONFIG is the tap's config file (client_id, client_secret, api_url, start_date if any). The first form
 prints the entries read; the second creates TABLE with grant_feed's columns and primary key (as
 target-postgres would) and loads every page with COPY. It imports only what its form needs:
 the process start is part of what the benchmarks time.
@@ -46,7 +46,9 @@ def pages(config: dict[str, t.Any]) -> Iterator[list[dict[str, t.Any]]]:
         },
     ).json()["access_token"]
     session.headers["Authorization"] = "Bearer " + token
-    body = {"pageSize": 100, "after": config["start_date"]}
+    body = {"pageSize": 100}
+    if config.get("start_date"):  # none: the whole feed
+        body["after"] = config["start_date"]
     while True:
         page = session.post(config["api_url"] + "/api/v1/grants/feed", json=body).json()
         yield page.get("list") or []

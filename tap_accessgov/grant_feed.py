@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import datetime
 import re
 import typing as t
@@ -39,6 +40,8 @@ EXPANDED_FIELDS = {
 }
 _EXPANDED_PATH = re.compile(r"^\$\.expanded\[(\d+)\]$")
 _DAY = 86_400 * 1_000_000_000  # ns
+# How far back from the sync's start the probes for the earliest event look (days), at once.
+PROBE_DAYS = (1, 4, 16, 64, 256, 1024, 4096, 16384)
 
 
 def _window_context(window: Window) -> dict[str, t.Any]:
@@ -101,9 +104,20 @@ class GrantFeedStream(AccessGovStream):
         lower_ns = to_ns(lower) if lower else None
         upper_ns = to_ns(end) if (end := config.get("end_date")) else None
         high = upper_ns if upper_ns is not None else to_ns(self._signpost)
-        low = lower_ns if lower_ns is not None else self._earliest_event(high)
-        high = max(high, low + 1)
         self.pin_proxies()  # before the threads: it changes the shared session
+        self._workers = Workers(workers, self.stopping, "grant-feed")
+        try:
+            # After a bookmark the events go on from there: probes only for a first sync.
+            bookmarked = self.stream_state.get("replication_key_value") is not None
+            low = (
+                lower_ns
+                if bookmarked and lower_ns is not None
+                else self._earliest_event(lower_ns, high, self._workers)
+            )
+        except BaseException:
+            self._workers.close()
+            raise
+        high = max(high, low + 1)
         state = self.stream_state
         filters = filters_digest(config)
         backfill = Backfill.from_state(state, filters)
@@ -116,12 +130,9 @@ class GrantFeedStream(AccessGovStream):
                 len(backfill.completed),
             )
         windows = backfill.remaining(initial_windows(lower_ns, upper_ns, low, high, workers))
-        self._workers = Workers(workers, self.stopping, "grant-feed")
         reader = WindowReader(
             read=lambda window: self.request_records(_window_context(window)),
-            split=lambda window, pages, spread, delivered, typical: pieces(
-                window, pages, spread, delivered, typical, low, high
-            ),
+            split=lambda window, delivered, typical: pieces(window, delivered, typical, low, high),
             page_size=self.page_size,
             workers=self._workers,
             count=workers,
@@ -141,32 +152,46 @@ class GrantFeedStream(AccessGovStream):
             )
         state.pop(BACKFILL, None)
 
-    def _earliest_event(self, before: int) -> int:
-        """With no bookmark and no start_date: a day at or before the earliest event, found by
-        bisecting time with small requests (about 16), so windows can be cut. The first window
-        is still sent without ``after``: nothing before that day is lost if the service adds
-        an older event meanwhile."""
-        probes = 1
-        if not self._any_event_before(before):
-            return before
-        low, high = 0, before
-        while high - low > _DAY:
-            middle = (low + high) // 2
-            probes += 1
-            if self._any_event_before(middle):
-                high = middle
-            else:
-                low = middle
+    def _earliest_event(self, after: int | None, before: int, workers: Workers) -> int:
+        """Where the events of ``[after, before)`` begin (``after`` None: no bookmark and no
+        start_date), so the windows are cut where the data is, not over years before it. One
+        round of small requests at once: is there an event in ``[after, instant)`` for each
+        instant ``PROBE_DAYS`` back from ``before``? The first instant with none before it is
+        where the windows are cut from (the earliest event lies within a quarter of the
+        distance from there to ``before``); the probe read that there is nothing before it.
+        The windows still tile the whole range (the oldest one reaches down to ``after``, or
+        has no ``after`` at all), so an event the service adds meanwhile is not lost."""
+        lowest = 0 if after is None else after
+        instants = [before - days * _DAY for days in PROBE_DAYS if before - days * _DAY > lowest]
+        if not instants:
+            return lowest
+        probes = [workers.submit(self._any_event_between, after, instant) for instant in instants]
+        # The first failure ends the round (the caller closes the workers: waits end at once).
+        concurrent.futures.wait(probes, return_when=concurrent.futures.FIRST_EXCEPTION)
+        found = [probe.result() for probe in probes if probe.done() and not probe.exception()]
+        for probe in probes:
+            if probe.done() and (failure := probe.exception()) is not None:
+                raise failure
+        low = next(
+            (
+                instant
+                for instant, any_before in zip(instants, found, strict=True)
+                if not any_before
+            ),
+            lowest,
+        )
         self.logger.info(
-            "No start_date and no state: the earliest grant event is on or after %s (%d "
-            "requests); reading everything from there",
+            "The earliest grant event after %s is on or after %s (%d requests); the windows "
+            "are cut from there",
+            "the start" if after is None else from_ns(after),
             from_ns(low),
-            probes,
+            len(instants),
         )
         return low
 
-    def _any_event_before(self, instant: int) -> bool:
-        records = iter(self.request_records({"before": from_ns(instant), "probe": True}))
+    def _any_event_between(self, after: int | None, before: int) -> bool:
+        context = {"after": None if after is None else from_ns(after), "before": from_ns(before)}
+        records = iter(self.request_records({**context, "probe": True}))
         try:
             return next(records, None) is not None
         finally:

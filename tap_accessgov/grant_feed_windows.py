@@ -5,18 +5,21 @@ into windows ``[t0, t1), [t1, t2) ...`` is read whole, each event once, whatever
 windows finish in. Pages of one window still follow each other (the page token belongs to its
 query), so the run needs more windows than workers at all times:
 
-- **Cut**: the range (lower: bookmark or ``start_date``, or the earliest event found by a few
-  probes; upper: ``end_date``, or the sync's start with the last window left open) is cut
-  into ``4 x max_concurrency`` windows of equal width (fewer for a short range: none
-  narrower than twelve hours).
-- **Split**: real data is skewed (one busy week can hold half the year), so a window is
-  measured on its first full pages (from the second on): their dates cover some part of the window, and when that
-  says the window holds more than twice the pages of the typical completed window (12 pages
-  until one completes), it is cut into pieces of about that size (at least ``TARGET_PAGES``).
-  Windows newest first: the dense recent ones are found early, the sparse past fills the end.
-  The pages read are delivered as read; the pieces skip exactly those events when they meet
-  them again (a multiset of the primary keys of at most ``SPLIT_WITHIN_PAGES`` pages).
-  Whatever the estimate says, the pieces tile the window, so it only decides speed.
+- **Cut**: the range (lower: bookmark or ``start_date``, or where the earliest event is, found
+  by one round of small probes at once; upper: ``end_date``, or the sync's start with the
+  last window left open) is cut into ``4 x max_concurrency`` windows of equal width (fewer
+  for a short range: none narrower than twelve hours). Windows newest first: the dense
+  recent ones are found early, the sparse past fills the end.
+- **Split**: real data is skewed (one busy week can hold half the year) and the service does
+  not say in which order it returns a window, so a window is measured on its first full
+  pages (from the second on), and their own order says how (``pieces``): pages in date
+  order (ascending, descending or nearly) cover a run of the window's dates, and the
+  density of the last one, over what is left unread, estimates the rest; pages in no date
+  order are a sample of the window's dates, and their quantiles say where to cut it into
+  pieces of equal counts. A large window is cut into pieces read in its place; the pages
+  read are delivered as read, and the pieces skip exactly those events when they meet them
+  again (a multiset of the primary keys of at most ``SPLIT_WITHIN_PAGES`` pages). Whatever
+  the estimate says, the pieces tile the window, so it only decides speed.
 - **Resume**: a STATE is written as each window completes, with the completed windows beside
   the bookmark (``backfill``, see ``Backfill``); a rerun from it reads only what was not
   complete. The final STATE of a completed sync is the plain bookmark.
@@ -49,10 +52,13 @@ WINDOWS_PER_WORKER = 4
 # Narrowest window of the initial cut: a nightly incremental run (a day or less) is one or two
 # windows, not thirty-two mostly empty ones; a dense one is split like any other.
 CUT_WIDTH = 12 * 3600 * 1_000_000_000  # ns
-TARGET_PAGES = 4  # pages of a split window's pieces, at least (more when windows are larger)
-FIRST_WAVE_PAGES = 12  # the typical size assumed until a window completes
+TARGET_PAGES = 6  # pages of the pieces of a window read in date order (see ``pieces``)
+MIN_PAGES = 3  # ... at least, when the windows completed so far were smaller
 MIN_WIDTH = 1_000_000  # ns (1 ms): no window is cut narrower
 MAX_PIECES = 32
+SAMPLE_PIECES = 16  # pieces of a window whose pages are a sample of its dates
+SAMPLE_CUTS = 1  # sample cuts of a window and its pieces, at most
+BY_DATE = 0.5  # |rank correlation| from which a window's pages are taken as ordered by date
 SPLIT_WITHIN_PAGES = 8  # a window is split only in its first pages (the skip list stays short)
 BACKFILL = "backfill"  # the key of the window state inside the stream's state
 
@@ -64,6 +70,8 @@ class Window:
     start: int | None
     end: int | None
     skip: collections.Counter[Key] | None = dataclasses.field(default=None, compare=False)
+    # How many sample cuts (see ``pieces``) made this window: 0 for a window of the first cut.
+    sampled: int = dataclasses.field(default=0, compare=False)
 
     def bounds(self) -> tuple[str | None, str | None]:
         """``after`` and ``before`` as the request sends them."""
@@ -89,55 +97,114 @@ def cut(start: int | None, end: int | None, low: int, high: int, count: int) -> 
 def initial_windows(
     start: int | None, end: int | None, low: int, high: int, workers: int
 ) -> list[Window]:
-    """The run's range cut for ``workers`` requests in flight, newest first (most events are
-    recent: the dense windows are found early, the sparse past fills the end of the run)."""
+    """The run's range ``[start, end)`` cut for ``workers`` requests in flight over ``[low,
+    high)``, where its events are (the oldest window reaches down to ``start``), newest first
+    (most events are recent: the dense windows are found early, the sparse past fills the end
+    of the run)."""
     count = min(WINDOWS_PER_WORKER * workers, max(1, (high - low) // CUT_WIDTH))
-    return list(reversed(cut(start, end, low, high, count)))
+    windows = cut(None if start is None or start < low else start, end, low, high, count)
+    if start is not None and windows[0].start is None:  # the oldest reaches down to start
+        windows[0] = Window(start, windows[0].end)
+    return list(reversed(windows))
 
 
 def pieces(
     window: Window,
-    pages: int,
-    spread: int,
     delivered: list[list[Record]],
-    typical: float,
+    typical: float | None,
     low: int,
     high: int,
 ) -> list[Window]:
-    """How to read the rest of ``window`` after ``pages`` full pages whose dates spread over
-    ``spread`` ns: ``[]`` to go on paging, else the windows to read instead (each skipping
-    the events of the pages ``delivered`` that it holds).
+    """How to read the rest of ``window`` after its full pages ``delivered`` (in the order the
+    service sent them): ``[]`` to go on paging, else the windows to read instead (each
+    skipping the events of ``delivered`` that it holds).
 
-    Only a window much larger than the ``typical`` completed one is split, into pieces of
-    about that size: splitting costs requests (each piece ends on a part page, the pages
-    read are read again), which pay only when the window would otherwise run long after
-    the others."""
-    if pages < 2:
-        return []  # one full page may be all there is (a nightly run's 120 events)
+    The pages say which order the service uses (``date_order``):
+
+    - **By date** (ascending, descending or nearly): the pages cover a run of the window's
+      dates, and the rest is unread on one side or both. The density of the last page (where
+      the reading is now: an ascending feed may grow denser as it goes) over the width left
+      unread estimates the pages left; when they are more than twice a piece's size, the
+      unread part is cut into pieces of about ``TARGET_PAGES`` (fewer when the windows
+      completed so far were smaller, at least ``MIN_PAGES``) and the part read becomes one
+      piece (its events skipped). Splitting costs requests (each piece ends on a part page,
+      the pages read are read again), which pay only when the window would otherwise run
+      long after the others; a piece that proves dense is split in turn.
+    - **In no date order**: the pages are a sample of the window's dates, which says where
+      its events are but not how many there are (a consistent order such as by id returns
+      the same events first in every piece, so they cannot be counted either). A window
+      that goes on for twice the pages of the windows completed so far is cut at the
+      sample's quantiles into ``SAMPLE_PIECES`` pieces of about equal counts; a piece of
+      such a cut is not cut again.
+    """
     start = window.start if window.start is not None else low
     end = window.end if window.end is not None else max(high, start + 1)
     width = end - start
-    # Before any window completed there is no typical size: only a very large one is split.
-    size = max(typical, TARGET_PAGES) if typical else FIRST_WAVE_PAGES
-    if spread * 2 > width:
-        return []  # the pages cover the whole window (or the service mixes dates): no estimate
-    estimate = pages * width / max(spread, 1)
-    count = math.ceil(estimate / size) if estimate > 2 * size else 1
-    count = min(count, MAX_PIECES, width // MIN_WIDTH)
-    if count < 2:
-        return []
+    pages = len(delivered)
+    if pages < 2:
+        return []  # one full page may be all there is (a nightly run's 120 events)
+    dates = [to_ns(record["date"]) for page in delivered for record in page]
+    if abs(date_order(dates)) >= BY_DATE:
+        low_read, high_read = min(dates), max(dates) + 1
+        # The density where the reading is now (the last page), over what is left unread.
+        last = [to_ns(record["date"]) for record in delivered[-1]]
+        unread = width - (high_read - low_read)
+        left = unread // max(max(last) - min(last), 1)
+        # Pieces of TARGET_PAGES, fewer pages when the windows completed so far were smaller.
+        size = TARGET_PAGES if typical is None else min(TARGET_PAGES, max(typical, MIN_PAGES))
+        if left <= 2 * size:
+            return []
+        count = min(math.ceil(left / size), MAX_PIECES)
+        before = max(1, round(count * (low_read - start) / unread)) if low_read > start else 0
+        after = max(1, count - before) if high_read < end else 0
+        edges = [
+            *(start + (low_read - start) * n // before for n in range(1, before)),
+            *([low_read] if before else []),
+            *([high_read] if after else []),
+            *(high_read + (end - high_read) * n // after for n in range(1, after)),
+        ]
+        edges = sorted({edge for edge in edges if start < edge < end})
+        bounds = zip([window.start, *edges], [*edges, window.end], strict=True)
+        children = [Window(a, b) for a, b in bounds]
+        sampled = 0
+    else:
+        # Before a window completed, nothing says whether this one is large; after, one that
+        # goes on for twice the typical pages is.
+        if window.sampled >= SAMPLE_CUTS or typical is None or pages < 2 * typical:
+            return []
+        count = SAMPLE_PIECES
+        dates.sort()
+        edges = sorted({dates[len(dates) * n // count] for n in range(1, count)} - {start})
+        edges = [edge for edge in edges if start < edge < end]
+        if not edges:
+            return []  # every date read is one instant: nothing to cut
+        bounds = zip([window.start, *edges], [*edges, window.end], strict=True)
+        children = [Window(a, b) for a, b in bounds]
+        sampled = window.sampled + 1
     skip = collections.Counter(key(record) for page in delivered for record in page)
     skip += window.skip or collections.Counter()
-    children = cut(window.start, window.end, start, end, count)
     return [
         dataclasses.replace(
             child,
+            sampled=sampled,
             skip=collections.Counter(
                 {k: n for k, n in skip.items() if child.contains(to_ns(k[-1]))}
             ),
         )
         for child in children
     ]
+
+
+def date_order(dates: list[int]) -> float:
+    """How the service orders a window, from the dates of its pages in the order sent: the
+    rank correlation of position and date, 1 ascending, -1 descending, near 0 in no date
+    order (Spearman's rho; ties ranked by position)."""
+    n = len(dates)
+    if n < 3:
+        return 1.0
+    by_date = sorted(range(n), key=lambda position: (dates[position], position))
+    squares = sum((rank - position) ** 2 for rank, position in enumerate(by_date))
+    return 1 - 6 * squares / (n * (n * n - 1))
 
 
 def key(record: Record) -> Key:
@@ -247,7 +314,7 @@ class WindowReader:
     def __init__(
         self,
         read: Callable[[Window], Iterable[Record]],
-        split: Callable[[Window, int, int, list[list[Record]], float], list[Window]],
+        split: Callable[[Window, list[list[Record]], float | None], list[Window]],
         page_size: int,
         workers: Workers,
         count: int,
@@ -259,8 +326,9 @@ class WindowReader:
         self._count = count
         # Pages on their way to the main thread: a bound, so memory stays flat.
         self._pages: queue.Queue[tuple[str, Window, t.Any]] = queue.Queue(maxsize=2 * count)
-        # Pages of the windows completed so far, on average (written by the main thread).
-        self.typical_pages = 0.0
+        # Pages of the windows completed so far, on average (written by the main thread);
+        # None until one completes.
+        self.typical_pages: float | None = None
         self._completed_pages = self._completed = 0
 
     def records(
@@ -306,7 +374,6 @@ class WindowReader:
         records = self._read(window)
         page: list[Record] = []
         read: list[list[Record]] = []  # the first pages, while the window may still be split
-        earliest = latest = ""
         for record in records:
             if stopped():
                 return
@@ -319,13 +386,7 @@ class WindowReader:
             self._send("records", window, page)
             if len(read) < SPLIT_WITHIN_PAGES:
                 read.append(page)
-                # Dates are in one fixed-width form: text order is time order.
-                dates = [r["date"] for r in page]
-                earliest = min(earliest or dates[0], *dates)
-                latest = max(latest, *dates)
-                spread = to_ns(latest) - to_ns(earliest)
-                typical = self.typical_pages
-                if children := self._split(window, len(read), spread, read, typical):
+                if children := self._split(window, read, self.typical_pages):
                     if isinstance(records, t.Generator):
                         records.close()
                     self._send("split", window, children)

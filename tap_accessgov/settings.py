@@ -128,7 +128,11 @@ CONFIG_SCHEMA = th.PropertiesList(
         th.IntegerType(minimum=10, maximum=100),
         default=100,
         title="Page size",
-        description="Results per page on every list and search request (10-100).",
+        description=(
+            "Results per page on every list and search request (10-100). The grant feed's "
+            "probes for where its events begin (one round of small requests at the start of "
+            "a first sync) send pageSize 10."
+        ),
     ),
     th.Property(
         "max_concurrency",

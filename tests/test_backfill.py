@@ -7,8 +7,10 @@ from __future__ import annotations
 import collections
 import contextlib
 import io
+import itertools
 import json
 import logging
+import random
 import signal
 import subprocess
 import threading
@@ -21,10 +23,19 @@ import pytest
 import requests
 
 from emulator import Dataset, Emulator
-from tap_accessgov.grant_feed_windows import Backfill, Window, cut
+from tap_accessgov.grant_feed_windows import (
+    BY_DATE,
+    SAMPLE_PIECES,
+    Backfill,
+    Window,
+    cut,
+    date_order,
+    pieces,
+)
 from tap_accessgov.output import OutputClosedError
 from tap_accessgov.request_budget import RequestBudget, SyncStopped
 from tap_accessgov.tap import TapAccessGov
+from tap_accessgov.timestamps import from_ns
 from tests.conftest import (
     BIN_TAP,
     CREDENTIAL,
@@ -228,6 +239,7 @@ def test_a_state_file_of_the_previous_version_is_accepted(skewed: Emulator) -> N
     assert delivered(result.records["grant_feed"]) == truth(ds, after=bookmark)
     assert len(bodies.windows) > 8, "the rest of the feed is read in windows"
     assert all(after and ns(after) >= ns(bookmark) for after, _ in bodies.windows)
+    assert all(body["pageSize"] != 10 for body in bodies.sent), "no probes after a bookmark"
     assert set(result.state["bookmarks"]["grant_feed"]) == {
         "replication_key",
         "replication_key_value",
@@ -245,6 +257,9 @@ def test_no_start_date_and_no_state_reads_everything(skewed: Emulator) -> None:
     # window has no lower bound, so nothing older can be missed.
     assert len(bodies.windows) > 8
     assert sum(1 for after, _ in bodies.windows if after is None) >= 2
+    # The probes (pages of 10) go out at once, one round: not a bisection of ~16 in a row.
+    probes = [body for body in bodies.sent if body["pageSize"] == 10]
+    assert 0 < len(probes) <= 8
 
 
 def test_a_service_allowing_two_requests_in_flight_still_gets_an_exact_run(
@@ -305,7 +320,9 @@ def test_concurrent_windows_meeting_a_revoked_token_renew_it_once(skewed: Emulat
 def test_a_failed_run_does_not_wait_for_retries_and_leaves_no_thread() -> None:
     dataset = Dataset(**SKEWED)
     with Emulator(dataset, credential=CREDENTIAL, latency=0.05) as emulator:
-        emulator.faults.add("429", path=FEED, times=6, retry_after=40)
+        # The first round (the probes for where the events begin: four here) meets three
+        # 429s that ask for 40 s and one 403.
+        emulator.faults.add("429", path=FEED, times=3, retry_after=40)
         emulator.faults.add("403", path=FEED, times=1)
         started = time.monotonic()
         with pytest.raises(Exception, match="403"):
@@ -484,3 +501,143 @@ def test_a_run_that_fails_after_slowing_down_still_says_how_far_it_slowed(
     ]
     assert len(said) == 1, said
     assert "requests in flight went down to 4 (of 8)" in said[0]
+
+
+# ----- the feed in every order the service may use ------------------------------------------
+
+ORDERS = ("near", "ascending", "descending", "none")
+
+
+@pytest.fixture(scope="module", params=ORDERS)
+def ordered(request: pytest.FixtureRequest) -> t.Iterator[Emulator]:
+    """The skewed feed served in one of the orders the service does not rule out."""
+    dataset = Dataset(**SKEWED, order=request.param)
+    with Emulator(dataset, credential=CREDENTIAL, latency=0.01) as emulator:
+        yield emulator
+
+
+def _in(ranges: list[list[str | None]], instant: int) -> bool:
+    return any(
+        (a is None or ns(a) <= instant) and (b is None or instant < ns(b)) for a, b in ranges
+    )
+
+
+def test_every_order_is_delivered_exactly_once_and_resumes_from_any_state(
+    ordered: Emulator,
+) -> None:
+    """Whatever order the service returns a window in, the windows (split or not) deliver
+    each event once; a rerun from a STATE written midway reads exactly what that STATE
+    does not call complete, each event once."""
+    config = feed_config(ordered)
+    tap = TapAccessGov(config=config, parse_env_config=False)
+    bodies = Bodies(tap)
+    first = sync(config, tap=tap)
+    expected = truth(ordered.dataset, after=config["start_date"])
+    assert delivered(first.records["grant_feed"]) == expected
+    assert len(bodies.windows) > 8, "read in windows"
+    midway = [s for s in first.states if s["bookmarks"].get("grant_feed", {}).get("backfill")]
+    state = midway[len(midway) // 3]
+    completed = state["bookmarks"]["grant_feed"]["backfill"]["completed"]
+    resumed = sync(config, state=state)
+    rest = collections.Counter(
+        {k: n for k, n in expected.items() if not _in(completed, int(k[-1]))}
+    )
+    assert rest
+    assert len(rest) < len(expected)
+    assert delivered(resumed.records["grant_feed"]) == rest
+
+
+def test_a_dense_window_of_an_unordered_feed_is_cut_at_its_dates_quantiles() -> None:
+    """Served in no date order, a window's first pages span the whole window: they are a
+    sample of its dates, and the window is cut where they say its events are (the cut of
+    the old rule never fired there: the pages seemed to cover the window)."""
+    dataset = Dataset(**SKEWED, order="none")
+    with Emulator(dataset, credential=CREDENTIAL, latency=0.01) as emulator:
+        config = feed_config(emulator)
+        tap = TapAccessGov(config=config, parse_env_config=False)
+        bodies = Bodies(tap)
+        result = sync(config, tap=tap)
+    assert delivered(result.records["grant_feed"]) == truth(dataset, after=config["start_date"])
+    bounded = [(ns(a), ns(b)) for a, b in bodies.windows if a and b]
+    widest = max(b - a for a, b in bounded)
+    pieces = [(a, b) for a, b in bounded if (b - a) * 4 < widest]
+    assert len(pieces) >= 8, "the dense window was cut into pieces"
+    # Cut at quantiles, not evenly: the pieces' widths differ as the dates' density does.
+    widths = sorted(b - a for a, b in pieces)
+    assert widths[-1] > 3 * widths[0]
+    pages = collections.Counter(
+        (b.get("after"), b.get("before")) for b in bodies.sent if b.get("pageToken")
+    )
+    assert max(pages.values()) < 8, "no window was read for long"
+
+
+def test_date_order_tells_sorted_pages_from_a_sample() -> None:
+    dates = list(range(0, 100_000, 1000))
+    assert date_order(dates) == 1
+    assert date_order(dates[::-1]) == -1
+    shuffled = dates[:]
+    random.Random(5).shuffle(shuffled)
+    assert abs(date_order(shuffled)) < BY_DATE
+    jittered = [d + random.Random(d).randrange(3000) for d in dates]  # near-chronological
+    assert date_order(jittered) > BY_DATE
+
+
+def test_a_sample_cut_gives_pieces_of_equal_counts_that_tile_the_window() -> None:
+    ms = 1_000_000
+    rng = random.Random(3)
+    # 90% of the window's events in its last tenth, in no order
+    dates = [
+        rng.randrange(900 * ms, 1000 * ms) if rng.random() < 0.9 else rng.randrange(1000 * ms)
+        for _ in range(200)
+    ]
+
+    def record(n: int, instant: int) -> dict[str, t.Any]:
+        return {
+            "appId": "a",
+            "appEntitlementId": "e",
+            "appUserId": str(n),
+            "eventType": "X",
+            "date": from_ns(instant),
+        }
+
+    delivered_pages = [
+        [record(n, d) for n, d in enumerate(dates[:100])],
+        [record(n, d) for n, d in enumerate(dates[100:], 100)],
+    ]
+    window = Window(0, 1000 * ms)
+    children = pieces(window, delivered_pages, 1.0, 0, 1000 * ms)
+    assert len(children) == SAMPLE_PIECES
+    assert children[0].start == 0
+    assert children[-1].end == 1000 * ms
+    assert all(a.end == b.start for a, b in itertools.pairwise(children))
+    assert (
+        sum(1 for c in children if c.start is not None and c.start >= 900 * ms)
+        >= SAMPLE_PIECES // 2
+    )
+    assert sum(sum(c.skip.values()) for c in children if c.skip) == 200, (
+        "each read event skipped once"
+    )
+    assert not pieces(children[0], delivered_pages, 1.0, 0, 1000 * ms), "a piece is not cut again"
+
+
+def test_a_start_date_years_before_the_data_is_not_cut_into_empty_windows(
+    skewed: Emulator,
+) -> None:
+    """A start_date two years before the first event: one round of probes (pages of 10, at
+    once) finds where the events begin, and the windows are cut there, the oldest still
+    reaching down to start_date; cut evenly from start_date, three in four would be empty."""
+    first = min(ns(entry["feed"]["date"]) for entry in skewed.dataset.feed_entries())
+    start = from_ns(first - 730 * 86_400 * 1_000_000_000)
+    config = feed_config(skewed, start_date=start)
+    tap = TapAccessGov(config=config, parse_env_config=False)
+    bodies = Bodies(tap)
+    result = sync(config, tap=tap)
+    assert delivered(result.records["grant_feed"]) == truth(skewed.dataset, after=start)
+    probes = [body for body in bodies.sent if body["pageSize"] == 10]
+    assert 0 < len(probes) <= 8
+    assert all(ns(body["after"]) == ns(start) for body in probes)
+    windows = {(b["after"], b.get("before")) for b in bodies.sent if b["pageSize"] != 10}
+    assert min(ns(after) for after, _ in windows) == ns(start)
+    empty = [(a, b) for a, b in windows if b is not None and ns(b) <= first]
+    assert len(windows) > 16
+    assert len(empty) <= 12, f"{len(empty)} of {len(windows)} windows hold no event"

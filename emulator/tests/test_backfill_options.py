@@ -1,9 +1,11 @@
 """What a real tenant does to a backfill: a limit of requests in flight (429 + Retry-After
-beyond it) and a skewed distribution of event dates, from Python, the HTTP controls and the
-command line."""
+beyond it), a skewed distribution of event dates and a feed in any order, from Python, the
+HTTP controls and the command line."""
 
 from __future__ import annotations
 
+import itertools
+import json
 import socket
 import struct
 import subprocess
@@ -11,14 +13,16 @@ import sys
 import threading
 import time
 from collections import Counter
+from typing import Any
 
 import pytest
 import requests
 
 from emulator import Emulator
 from emulator.__main__ import parse_args
+from emulator.feed import ORDERS
 from emulator.tests.conftest import CRED, FEED, ROOT, login, small_dataset
-from emulator.timefmt import format_ns
+from emulator.timefmt import format_ns, to_ns
 
 
 def _concurrent_statuses(emu: Emulator, n: int) -> Counter[int]:
@@ -135,3 +139,75 @@ def test_a_client_that_resets_its_connection_leaves_no_traceback(
             sock.close()
         time.sleep(0.3)
     assert "Traceback" not in capfd.readouterr().err
+
+
+# ----- the feed's order, which the service does not document -------------------------------
+
+
+def _dates(entries: list[dict[str, Any]]) -> list[int]:
+    return [to_ns(entry["feed"]["date"]) for entry in entries]
+
+
+def test_the_feed_is_served_in_each_order_with_the_same_events() -> None:
+    near = small_dataset(events=2000, distribution="recent")
+    events = Counter(json.dumps(e, sort_keys=True) for e in near.feed_entries())
+    served: dict[str, list[int]] = {}
+    for order in ORDERS:
+        ds = small_dataset(events=2000, distribution="recent", order=order)
+        entries = ds.feed_entries()
+        assert Counter(json.dumps(e, sort_keys=True) for e in entries) == events
+        served[order] = _dates(entries)
+    assert served["ascending"] == sorted(served["near"])
+    assert served["descending"] == sorted(served["near"], reverse=True)
+    inversions = {
+        order: sum(a > b for a, b in itertools.pairwise(dates)) / len(dates)
+        for order, dates in served.items()
+    }
+    assert inversions["near"] < 0.35  # neighbours out of order, the whole roughly by date
+    assert 0.4 < inversions["none"] < 0.6  # no date order at all
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_a_window_pages_through_its_events_in_the_order(order: str) -> None:
+    """Over HTTP, in pages, a window's search returns exactly its events, in the order."""
+    ds = small_dataset(events=2000, distribution="recent", order=order)
+    span = ds.end_ns - ds.feed.base
+    after, before = (format_ns(ds.feed.base + int(b * span)) for b in (0.85, 0.95))
+    with Emulator(ds, credential=CRED) as emu:
+        session, body, got = login(emu), {"after": after, "before": before, "pageSize": 37}, []
+        while True:
+            page = session.post(emu.url + FEED, json=body, timeout=10).json()
+            got.extend(page.get("list") or [])
+            if not page["nextPageToken"]:
+                break
+            body["pageToken"] = page["nextPageToken"]
+    expected = ds.feed_entries(after=after, before=before)
+    assert got == expected
+    assert len(expected) > 5 * 37
+    if order == "none":  # the window's first page is spread over the window's dates
+        first = sorted(_dates(expected[:37]))
+        assert first[-1] - first[0] > (to_ns(before) - to_ns(after)) // 2
+
+
+def test_recent_dates_crowd_into_the_last_tenth() -> None:
+    ds = small_dataset(events=3000, distribution="recent")
+    span = ds.end_ns - ds.feed.base
+    recent = sum(1 for i in range(3000) if ds.event(i).date - ds.feed.base >= span * 9 // 10)
+    assert 0.65 * 3000 < recent < 0.75 * 3000
+
+
+def test_feed_order_from_the_command_line_and_bad_values() -> None:
+    assert parse_args(["--feed-order", "none"]).feed_order == "none"
+    assert parse_args([]).feed_order == "near"
+    with pytest.raises(ValueError, match="order must be one of"):
+        small_dataset(order="by-id")
+    out = subprocess.run(
+        [sys.executable, "-m", "emulator", "--feed-order", "random"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert out.returncode == 2
+    assert "--feed-order" in out.stderr
