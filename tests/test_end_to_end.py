@@ -23,7 +23,6 @@ from support import emulator_environment_env
 from tests.conftest import (
     BIN,
     CREDENTIAL,
-    POSTGRES_URL,
     ROOT,
     STREAMS,
     default_dataset,
@@ -65,7 +64,11 @@ def truth_exclusions(emulator: Emulator) -> Counter:
 
 
 def test_meltano_run_into_postgres_as_shipped(
-    meltano_plugins: None, default_emulator: Emulator, postgres, tmp_path: Path
+    meltano_plugins: None,
+    default_emulator: Emulator,
+    postgres,
+    warehouse_url: str,
+    tmp_path: Path,
 ) -> None:
     emulator = default_emulator
     connection, schema = postgres
@@ -75,7 +78,7 @@ def test_meltano_run_into_postgres_as_shipped(
             for k, v in os.environ.items()
             if not k.startswith(("TAP_ACCESSGOV", "TARGET_POSTGRES", "PG"))
         },
-        **libpq_env(POSTGRES_URL),
+        **libpq_env(warehouse_url),
         # the one export of the README, and the emulator's free port instead of 8765
         **emulator_environment_env(emulator),
         "MELTANO_SEND_ANONYMOUS_USAGE_STATS": "false",

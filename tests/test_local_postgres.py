@@ -1,0 +1,72 @@
+"""The tests' and the demo's own PostgreSQL (scripts/local_postgres.py), and how the tests pick
+their server (conftest.warehouse_for): the configured one when anything answers there, else a
+throwaway one. They run as whoever runs the suite: as root (CI), the server runs as nobody."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from local_postgres import LocalPostgres, free_port, throwaway_server
+from support import answers, libpq_url
+from tests.conftest import warehouse_for
+
+pytestmark = pytest.mark.e2e  # PostgreSQL servers
+
+
+def query(url: str, sql: str) -> tuple | None:
+    with psycopg.connect(libpq_url(url), autocommit=True) as connection:
+        cursor = connection.execute(sql)
+        row = cursor.fetchone() if cursor.description else None
+    return None if row is None else tuple(row)
+
+
+def test_nothing_answering_gets_a_throwaway_server_removed_afterwards() -> None:
+    closed = f"postgresql+psycopg://postgres@127.0.0.1:{free_port()}/test"
+    assert not answers(closed)
+    with warehouse_for(closed) as (url, description):
+        assert url != closed
+        assert "nothing answered at 127.0.0.1:" in description, description
+        database, superuser, version = query(  # type: ignore[misc]
+            url,
+            "SELECT current_database(), current_setting('is_superuser'), "
+            "current_setting('server_version_num')::int",
+        )
+        assert (database, superuser) == ("test", "on")  # meltano.yml's defaults
+        assert version >= 180000
+    assert not answers(url)
+
+
+def test_a_server_that_answers_is_used_as_configured(warehouse_url: str) -> None:
+    with warehouse_for(warehouse_url) as (url, description):
+        assert url == warehouse_url
+        assert "(ACCESSGOV_TEST_POSTGRES_URL or PG*)" in description
+
+
+def test_the_throwaway_server_leaves_nothing() -> None:
+    with throwaway_server() as server:
+        datadir = server.datadir
+        assert (datadir / "PG_VERSION").exists()
+        assert query(server.url, "SHOW fsync") == ("off",)  # its data dies with it
+    assert not datadir.exists()
+    assert not answers(server.url)
+
+
+def test_a_kept_server_keeps_its_data_and_replaces_one_left_running() -> None:
+    """The demo's server (.demo/postgres): the data outlives the server; a server a killed
+    demo left running on the directory is stopped, not fought over."""
+    datadir = Path(tempfile.mkdtemp(prefix="accessgov-postgres-test-"))
+    try:
+        left_running = LocalPostgres(datadir).start()
+        assert query(left_running.url, "SHOW fsync") == ("on",)
+        query(left_running.url, "CREATE TABLE kept AS SELECT 42 AS answer")
+        with LocalPostgres(datadir) as server:
+            assert not answers(left_running.url) or server.port == left_running.port
+            assert query(server.url, "SELECT answer FROM kept") == (42,)
+        assert not answers(server.url)
+    finally:
+        shutil.rmtree(datadir, ignore_errors=True)
