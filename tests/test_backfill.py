@@ -311,7 +311,9 @@ def test_a_failed_run_does_not_wait_for_retries_and_leaves_no_thread() -> None:
         with pytest.raises(Exception, match="403"):
             sync(feed_config(emulator))
         took = time.monotonic() - started
-    assert took < 15, f"the failed run waited {took:.0f} s for retries"
+    # Waiting for any one of the Retry-Afters would take 40 s: a bound for what it means,
+    # not a guess at the machine's speed.
+    assert took < 40, f"the failed run waited {took:.0f} s for retries"
     assert not [th.name for th in threading.enumerate() if th.name.startswith("grant-feed")]
 
 
