@@ -303,15 +303,26 @@ def test_concurrent_windows_meeting_a_revoked_token_renew_it_once(skewed: Emulat
 
 
 def test_a_failed_run_does_not_wait_for_retries_and_leaves_no_thread() -> None:
+    """Six windows answered 429 (Retry-After 40 s) and a seventh 403: the run ends on the 403
+    without sitting out the 40 s. A 429 pauses every new request for its Retry-After, so the
+    403 must come from a request sent before the first 429 came back: the feed alone is read
+    (no catalog requests first) and the service holds each answer 1 s, time enough for the
+    eight windows' requests even on a loaded machine. (With 50 ms, a fresh clone's suite on
+    a busy machine sent the seventh only after the pause: it waited 45 s and failed.)"""
     dataset = Dataset(**SKEWED)
-    with Emulator(dataset, credential=CREDENTIAL, latency=0.05) as emulator:
+    with Emulator(dataset, credential=CREDENTIAL, latency=1.0) as emulator:
+        config = feed_config(emulator)
+        catalog = catalog_selecting(config, {"grant_feed": None})
         emulator.faults.add("429", path=FEED, times=6, retry_after=40)
         emulator.faults.add("403", path=FEED, times=1)
         started = time.monotonic()
         with pytest.raises(Exception, match="403"):
-            sync(feed_config(emulator))
+            sync(config, catalog=catalog)
         took = time.monotonic() - started
-    # Waiting for any one of the Retry-Afters would take 40 s: a bound for what it means,
+        stats = emulator.stats
+    assert stats["faults_by_kind"] == {"429": 6, "403": 1}
+    assert stats["peak_in_flight"] >= 7  # the 403 was in flight with the 429s
+    # Sitting out any one of the Retry-Afters would take 40 s: a bound for what it means,
     # not a guess at the machine's speed.
     assert took < 40, f"the failed run waited {took:.0f} s for retries"
     assert not [th.name for th in threading.enumerate() if th.name.startswith("grant-feed")]
