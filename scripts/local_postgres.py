@@ -127,7 +127,11 @@ class LocalPostgres:
             self._pg_ctl("stop", "-w", "-m", "fast", check=True)
 
     def __enter__(self) -> LocalPostgres:
-        return self.start()
+        try:
+            return self.start()
+        except BaseException:  # started but not ready (no database test): stop it all the same
+            self.stop()
+            raise
 
     def __exit__(
         self,

@@ -94,3 +94,18 @@ def test_as_root_binaries_nobody_can_reach_are_copied_where_it_can(
         assert not server.bin.exists()
     finally:
         shutil.rmtree(private)
+
+
+def test_a_server_that_fails_to_get_ready_is_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
+    started: list[str] = []
+
+    def fails(server: LocalPostgres) -> None:
+        started.append(server.url)
+        assert answers(server.url)
+        raise RuntimeError("no database test")
+
+    monkeypatch.setattr(LocalPostgres, "_create_database", fails)
+    with pytest.raises(RuntimeError, match="no database test"), throwaway_server():
+        pass
+    assert started
+    assert not answers(started[0])
