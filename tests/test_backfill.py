@@ -485,13 +485,19 @@ def test_a_run_that_fails_after_slowing_down_still_says_how_far_it_slowed(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """The line that shows the service's real limit, which the README's troubleshooting
-    points to, also ends a run that fails (a successful one ends with it too)."""
+    points to, also ends a run that fails (a successful one ends with it too). Three 429s
+    to requests sent under the same limit are one slow-down (8 -> 4): the feed alone is read
+    and each answer held 1 s, so the windows' first requests are all sent before any answer
+    (without, a loaded machine sent one after the first 429 and saw a second slow-down)."""
     dataset = Dataset(**{**SKEWED, "events": 1500})
-    with Emulator(dataset, credential=CREDENTIAL) as emulator:
+    with Emulator(dataset, credential=CREDENTIAL, latency=1.0) as emulator:
+        config = feed_config(emulator)
+        catalog = catalog_selecting(config, {"grant_feed": None})
         emulator.faults.add("429", path=FEED, times=3, retry_after=0)
         emulator.faults.add("403", path=FEED, times=1)
         with caplog.at_level(logging.INFO), pytest.raises(Exception, match="403"):
-            sync(feed_config(emulator))
+            sync(config, catalog=catalog)
+        assert emulator.stats["peak_in_flight"] >= 4  # the 429s and the 403 in one round
     said = [
         r.getMessage() for r in caplog.records if "asked the tap to slow down" in r.getMessage()
     ]
