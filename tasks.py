@@ -2,7 +2,8 @@
 """The project's two commands, runnable on a machine that has only Python 3.11+.
 
     python3 tasks.py demo   # start the emulator, extract all streams from it, show a summary
-    python3 tasks.py test   # lint, type-check and run the whole test suite
+    python3 tasks.py test   # lint, type-check and run the whole test suite (in CI, CI=true:
+                            # then the end-to-end group again, on the tests' own PostgreSQL)
     python3 tasks.py benchmark  # the side-by-side performance figures of the README
 
 Each creates ``.venv`` and installs the project into it first (only when pyproject.toml or
@@ -18,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import venv
@@ -32,9 +34,10 @@ LOCK = ROOT / "requirements" / "dev.txt"
 INSTALL = "uv pip install --require-hashes; compileall"
 
 
-def run(*args: str | Path) -> None:
-    print("+", " ".join(str(a) for a in args), flush=True)
-    subprocess.run([str(a) for a in args], cwd=ROOT, check=True)
+def run(*args: str | Path, env: dict[str, str] | None = None) -> None:
+    shown = " ".join(f"{k}={v}" for k, v in (env or {}).items())
+    print("+", shown, *(str(a) for a in args), flush=True)
+    subprocess.run([str(a) for a in args], cwd=ROOT, check=True, env=env and {**os.environ, **env})
 
 
 def bootstrap() -> None:
@@ -107,11 +110,29 @@ def lock(extra: list[str]) -> None:
 
 
 def test(extra: list[str]) -> None:
+    """Lint, type-check, the whole suite; in CI also the end-to-end group a second time.
+
+    The end-to-end tests use the PostgreSQL that answers at ACCESSGOV_TEST_POSTGRES_URL (or
+    the PG* variables, default 127.0.0.1:5432), else a throwaway server of their own (README,
+    Development). CI (CI=true) runs both: the suite as configured (the machine's server there),
+    then the e2e group with both pointed at a port nothing listens on, as on a fresh machine.
+    """
     run(BIN / "ruff", "check", ".")
     run(BIN / "ruff", "format", "--check", ".")
     run(BIN / "mypy")  # what ships: the package, the emulator, scripts/ and this file
     run(BIN / "python", "-m", "pytest", *extra)
     if os.environ.get("CI") == "true" and not extra:
+        # A port held bound without listening: connecting to it is refused, and nothing the
+        # tests start can take it meanwhile.
+        with socket.socket() as held:
+            held.bind(("127.0.0.1", 0))
+            closed = str(held.getsockname()[1])
+            nothing_there = {
+                "ACCESSGOV_TEST_POSTGRES_URL": f"postgresql+psycopg://postgres@127.0.0.1:{closed}/test",
+                "PGHOST": "127.0.0.1",
+                "PGPORT": closed,
+            }
+            run(BIN / "python", "-m", "pytest", "-m", "e2e", env=nothing_there)
         test_sdk_next()
 
 

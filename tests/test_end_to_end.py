@@ -29,7 +29,6 @@ from tests.conftest import (
     BIN,
     CREDENTIAL,
     E2E_DATASET,
-    POSTGRES_URL,
     ROOT,
     STREAMS,
     default_dataset,
@@ -71,7 +70,11 @@ def truth_exclusions(emulator: Emulator) -> Counter:
 
 
 def test_meltano_run_into_postgres_as_shipped(
-    meltano_plugins: None, default_emulator: Emulator, postgres, tmp_path: Path
+    meltano_plugins: None,
+    default_emulator: Emulator,
+    postgres,
+    warehouse_url: str,
+    tmp_path: Path,
 ) -> None:
     emulator = default_emulator
     connection, schema = postgres
@@ -81,7 +84,7 @@ def test_meltano_run_into_postgres_as_shipped(
             for k, v in os.environ.items()
             if not k.startswith(("TAP_ACCESSGOV", "TARGET_POSTGRES", "PG"))
         },
-        **libpq_env(POSTGRES_URL),
+        **libpq_env(warehouse_url),
         # the one export of the README, and the emulator's free port instead of 8765
         **emulator_environment_env(emulator),
         "MELTANO_SEND_ANONYMOUS_USAGE_STATS": "false",
@@ -321,16 +324,14 @@ def as_loaded(value: t.Any) -> t.Any:
     return value
 
 
-def pipe_into_target_postgres(emulator: Emulator, schema: str, tmp_path: Path) -> None:
+def pipe_into_target_postgres(emulator: Emulator, url: str, schema: str, tmp_path: Path) -> None:
     """``tap-accessgov | target-postgres``, the target with its default settings (record
     validation on), into ``schema``; both must succeed and the target refuse no record."""
     target = ROOT / ".meltano" / "loaders" / "target-postgres" / "venv" / "bin" / "target-postgres"
     tap_json = tmp_path / "tap.json"
     tap_json.write_text(json.dumps({**tap_config(emulator), "expand_mask": ["*"]}))
     target_json = tmp_path / "target.json"
-    target_json.write_text(
-        json.dumps({"sqlalchemy_url": POSTGRES_URL, "default_target_schema": schema})
-    )
+    target_json.write_text(json.dumps({"sqlalchemy_url": url, "default_target_schema": schema}))
     with (tmp_path / "tap.log").open("w") as tap_log:
         tap = subprocess.Popen(
             [str(BIN / "tap-accessgov"), "--config", str(tap_json)],
@@ -352,7 +353,7 @@ def pipe_into_target_postgres(emulator: Emulator, schema: str, tmp_path: Path) -
 
 
 def test_tap_piped_into_target_postgres_validating_loads_the_newest_shapes_exactly(
-    meltano_plugins: None, e2e_emulator: Emulator, postgres, tmp_path: Path
+    meltano_plugins: None, e2e_emulator: Emulator, postgres, warehouse_url: str, tmp_path: Path
 ) -> None:
     """A plain pipe into target-postgres with its default settings, record validation on (as
     a user who does not take meltano.yml's settings gets it), from a tenant of the service's
@@ -360,7 +361,7 @@ def test_tap_piped_into_target_postgres_validating_loads_the_newest_shapes_exact
     for column, what the service sent."""
     emulator = e2e_emulator
     connection, schema = postgres
-    pipe_into_target_postgres(emulator, schema, tmp_path)
+    pipe_into_target_postgres(emulator, warehouse_url, schema, tmp_path)
 
     def rows(table: str) -> list[dict[str, t.Any]]:
         cursor = connection.execute(f'SELECT * FROM "{schema}"."{table}"')
@@ -415,14 +416,14 @@ def test_tap_piped_into_target_postgres_validating_loads_the_newest_shapes_exact
 
 
 def test_tap_piped_into_target_postgres_validating_loads_changed_shapes(
-    meltano_plugins: None, make_emulator, postgres, tmp_path: Path
+    meltano_plugins: None, make_emulator, postgres, warehouse_url: str, tmp_path: Path
 ) -> None:
     """The same pipe from a tenant whose release changed a field's type on every endpoint
     (emulator/shapes.py): no record is refused, every record is loaded, and the values the
     tap kept as JSON text are there."""
     emulator = make_emulator(Dataset(**E2E_DATASET), shapes="changed")
     connection, schema = postgres
-    pipe_into_target_postgres(emulator, schema, tmp_path)
+    pipe_into_target_postgres(emulator, warehouse_url, schema, tmp_path)
 
     def count(table: str) -> int:
         return connection.execute(f'SELECT count(*) FROM "{schema}"."{table}"').fetchone()[0]

@@ -22,7 +22,6 @@ import pytest
 from emulator import Dataset, Emulator, lifecycle
 from emulator.timefmt import format_ns
 from tests.conftest import (
-    POSTGRES_URL,
     libpq_env,
     meltano,
     tap_env,
@@ -186,13 +185,13 @@ def base_env(emulator: Emulator, tmp_path: Path, as_of: int) -> dict[str, str]:
     }
 
 
-def postgres_env(env: dict[str, str], schema: str) -> dict[str, str]:
-    """Load into `schema` of the test database and build the models into `schema`_models."""
+def postgres_env(env: dict[str, str], url: str, schema: str) -> dict[str, str]:
+    """Load into `schema` of the database at `url` and build the models into `schema`_models."""
     return (
         env
-        | libpq_env(POSTGRES_URL)
+        | libpq_env(url)
         | {
-            "TARGET_POSTGRES_SQLALCHEMY_URL": POSTGRES_URL,
+            "TARGET_POSTGRES_SQLALCHEMY_URL": url,
             "TARGET_POSTGRES_DEFAULT_TARGET_SCHEMA": schema,
             # the dbt-postgres utility's settings (meltano.yml)
             "DBT_POSTGRES_SOURCE_SCHEMA": schema,
@@ -232,11 +231,11 @@ def duckdb_models(
 
 
 def postgres_models(
-    emulator: Emulator, tmp_path: Path, as_of: int, connection: t.Any, schema: str
+    emulator: Emulator, tmp_path: Path, as_of: int, connection: t.Any, schema: str, url: str
 ) -> tuple[dict[str, str], t.Callable[[str], list[tuple]]]:
-    """Meltano's environment for target-postgres into ``schema`` and dbt-postgres into
-    ``<schema>_models``, and a query on the built models."""
-    env = postgres_env(base_env(emulator, tmp_path, as_of), schema)
+    """Meltano's environment for target-postgres into ``schema`` of the database at ``url``
+    and dbt-postgres into ``<schema>_models``, and a query on the built models."""
+    env = postgres_env(base_env(emulator, tmp_path, as_of), url, schema)
 
     def query(sql: str) -> list[tuple]:
         def epoch(column: str) -> str:
@@ -299,13 +298,18 @@ def dbt_duckdb_env(tmp_path: Path, jsonl: Path, database: Path) -> dict[str, str
 
 @pytest.mark.parametrize("emit_unpopulated", [False, True], ids=["omitted", "emitted"])
 def test_models_on_postgres_equal_the_emulators_truth(
-    meltano_plugins: None, e2e_emulator: Emulator, postgres, tmp_path: Path, emit_unpopulated: bool
+    meltano_plugins: None,
+    e2e_emulator: Emulator,
+    postgres,
+    warehouse_url: str,
+    tmp_path: Path,
+    emit_unpopulated: bool,
 ) -> None:
     connection, schema = postgres
     e2e_emulator.emit_unpopulated = emit_unpopulated
     ds = e2e_emulator.dataset
     as_of = as_of_instant(ds)
-    env, query = postgres_models(e2e_emulator, tmp_path, as_of, connection, schema)
+    env, query = postgres_models(e2e_emulator, tmp_path, as_of, connection, schema, warehouse_url)
 
     meltano("run", "accessgov", env=env)  # the shipped job: load, then build
     compare(query, truth(ds, as_of))
@@ -550,7 +554,7 @@ def quadratic_joins(plan: dict[str, t.Any], event_scale: set[str]) -> list[str]:
 
 
 def test_model_plans_stay_linear_whatever_the_planner_estimates(
-    meltano_plugins: None, e2e_emulator: Emulator, postgres, tmp_path: Path
+    meltano_plugins: None, e2e_emulator: Emulator, postgres, warehouse_url: str, tmp_path: Path
 ) -> None:
     """Times nothing: builds the models on loaded tables, then asks PostgreSQL for the plan
     of every model with hash and merge joins switched off, i.e. the nested loops a planner
@@ -558,7 +562,7 @@ def test_model_plans_stay_linear_whatever_the_planner_estimates(
     Every such loop over the events must look rows up through an index."""
     connection, schema = postgres
     env = postgres_env(
-        base_env(e2e_emulator, tmp_path, as_of_instant(e2e_emulator.dataset)), schema
+        base_env(e2e_emulator, tmp_path, as_of_instant(e2e_emulator.dataset)), warehouse_url, schema
     )
     env["DBT_POSTGRES_TARGET_PATH"] = str(tmp_path / "dbt")  # where manifest.json goes
     meltano("run", "tap-accessgov", "target-postgres", "dbt-postgres:run", env=env)

@@ -25,7 +25,7 @@ import pytest
 
 from emulator import Emulator
 from emulator.timefmt import format_ns
-from tests.conftest import BIN, CREDENTIAL, POSTGRES_URL, ROOT, libpq_env, ns, tap_env
+from tests.conftest import BIN, CREDENTIAL, ROOT, libpq_env, ns, tap_env
 from tests.test_models import as_of_instant, compare, truth
 
 JOB_STATE_ID = "prod:tap-accessgov-to-target-postgres"  # Meltano's name for the job's EL block
@@ -48,7 +48,7 @@ def fresh_copy(directory: Path) -> Path:
 
 
 @pytest.fixture
-def warehouse(postgres, tmp_path: Path) -> dict[str, t.Any]:
+def warehouse(postgres, warehouse_url: str, tmp_path: Path) -> dict[str, t.Any]:
     """A schema for the tables, one for the models and one for Meltano's system database, all
     named after the `postgres` fixture's schema (which drops them). The system database's
     schema is created empty: Meltano creates its tables there on first use."""
@@ -59,7 +59,8 @@ def warehouse(postgres, tmp_path: Path) -> dict[str, t.Any]:
         "connection": connection,
         "schema": schema,
         "system": system,
-        "database_uri": f"{POSTGRES_URL}?options=-csearch_path%3D{system}",
+        "url": warehouse_url,
+        "database_uri": f"{warehouse_url}?options=-csearch_path%3D{system}",
     }
 
 
@@ -74,7 +75,7 @@ def prod_env(emulator: Emulator, warehouse: dict[str, t.Any]) -> dict[str, str]:
             if not k.startswith(("TAP_ACCESSGOV", "PG", "MELTANO"))
         },
         **tap_env(emulator),
-        **libpq_env(POSTGRES_URL),
+        **libpq_env(warehouse["url"]),
         "MELTANO_SEND_ANONYMOUS_USAGE_STATS": "false",
         "MELTANO_ENVIRONMENT": "prod",
         "MELTANO_DATABASE_URI": warehouse["database_uri"],
@@ -413,7 +414,7 @@ def test_dagster_holds_the_job_to_one_run_at_a_time(meltano_plugins: None, tmp_p
 
 
 def test_meltano_creates_its_tables_in_an_empty_schema_but_not_the_schema(
-    postgres, tmp_path: Path
+    postgres, warehouse_url: str, tmp_path: Path
 ) -> None:
     """What "created on first use" means (docs/deployment.md): Meltano migrates an empty schema
     on its first command, and answers a schema that does not exist with a misleading error
@@ -425,7 +426,7 @@ def test_meltano_creates_its_tables_in_an_empty_schema_but_not_the_schema(
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("MELTANO")},
         "MELTANO_SEND_ANONYMOUS_USAGE_STATS": "false",
-        "MELTANO_DATABASE_URI": f"{POSTGRES_URL}?options=-csearch_path%3D{schema}",
+        "MELTANO_DATABASE_URI": f"{warehouse_url}?options=-csearch_path%3D{schema}",
     }
     returncode, output = run_job(project, env, "state", "list")
     assert returncode == 1
@@ -439,7 +440,9 @@ def test_meltano_creates_its_tables_in_an_empty_schema_but_not_the_schema(
     assert {"alembic_version", "runs", "state"} <= {name for (name,) in tables}
 
 
-def test_meltano_creates_its_tables_in_an_empty_database(postgres, tmp_path: Path) -> None:
+def test_meltano_creates_its_tables_in_an_empty_database(
+    postgres, warehouse_url: str, tmp_path: Path
+) -> None:
     """The other form the README gives: a database of its own (tables in its public schema)."""
     import psycopg
 
@@ -447,7 +450,7 @@ def test_meltano_creates_its_tables_in_an_empty_database(postgres, tmp_path: Pat
     project = tmp_path / "project"
     project.mkdir()
     shutil.copy(ROOT / "meltano.yml", project)
-    base, _, _ = POSTGRES_URL.rpartition("/")
+    base, _, _ = warehouse_url.rpartition("/")
     connection.execute(f'CREATE DATABASE "{schema}"')
     try:
         env = {

@@ -256,11 +256,11 @@ def test_removals_reach_the_duckdb_models_and_a_killed_run_changes_nothing(
 
 
 def test_removals_reach_the_postgres_models_and_a_killed_run_changes_nothing(
-    meltano_plugins: None, e2e_emulator: Emulator, postgres, tmp_path: Path
+    meltano_plugins: None, e2e_emulator: Emulator, postgres, warehouse_url: str, tmp_path: Path
 ) -> None:
     connection, schema = postgres
     as_of = as_of_instant(e2e_emulator.dataset)
-    env, query = postgres_models(e2e_emulator, tmp_path, as_of, connection, schema)
+    env, query = postgres_models(e2e_emulator, tmp_path, as_of, connection, schema, warehouse_url)
 
     def loaded_snapshots() -> int:
         return int(

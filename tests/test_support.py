@@ -29,7 +29,6 @@ from support import (
 from tests.conftest import (
     CREDENTIAL,
     EMULATOR_DEFAULTS,
-    POSTGRES_URL,
     ROOT,
     SMALL_DATASET,
     default_dataset,
@@ -158,13 +157,13 @@ def test_the_raw_loop_reads_the_whole_feed(tmp_path: Path) -> None:
         assert emulator.stats["token_requests"] == 1
 
 
-def test_the_raw_copy_loop_loads_every_event(postgres, tmp_path: Path) -> None:
+def test_the_raw_copy_loop_loads_every_event(postgres, warehouse_url: str, tmp_path: Path) -> None:
     connection, schema = postgres
     connection.execute(f'CREATE SCHEMA "{schema}"')
     with Emulator(Dataset(**SMALL_DATASET), credential=CREDENTIAL) as emulator:
         path = tmp_path / "config.json"
         path.write_text(json.dumps(tap_config(emulator)))
-        url = libpq_url(POSTGRES_URL)
+        url = libpq_url(warehouse_url)
         subprocess.run(
             [sys.executable, str(RAW_LOOP), str(path), "--copy", url, f"{schema}.grant_feed"],
             timeout=120,

@@ -1,0 +1,111 @@
+"""The tests' and the demo's own PostgreSQL (scripts/local_postgres.py), and how the tests pick
+their server (conftest.warehouse_for): the configured one when anything answers there, else a
+throwaway one. They run as whoever runs the suite: as root (CI), the server runs as nobody."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import psycopg
+import pytest
+
+import local_postgres
+from local_postgres import LocalPostgres, copy_of_binaries, free_port, throwaway_server
+from support import answers, libpq_url
+from tests.conftest import warehouse_for
+
+pytestmark = pytest.mark.e2e  # PostgreSQL servers
+
+
+def query(url: str, sql: str) -> tuple | None:
+    with psycopg.connect(libpq_url(url), autocommit=True) as connection:
+        cursor = connection.execute(sql)
+        row = cursor.fetchone() if cursor.description else None
+    return None if row is None else tuple(row)
+
+
+def test_nothing_answering_gets_a_throwaway_server_removed_afterwards() -> None:
+    closed = f"postgresql+psycopg://postgres@127.0.0.1:{free_port()}/test"
+    assert not answers(closed)
+    with warehouse_for(closed) as (url, description):
+        assert url != closed
+        assert "nothing answered at 127.0.0.1:" in description, description
+        database, superuser, version = query(  # type: ignore[misc]
+            url,
+            "SELECT current_database(), current_setting('is_superuser'), "
+            "current_setting('server_version_num')::int",
+        )
+        assert (database, superuser) == ("test", "on")  # meltano.yml's defaults
+        assert version >= 180000
+    assert not answers(url)
+
+
+def test_a_server_that_answers_is_used_as_configured(warehouse_url: str) -> None:
+    with warehouse_for(warehouse_url) as (url, description):
+        assert url == warehouse_url
+        assert "(ACCESSGOV_TEST_POSTGRES_URL or PG*)" in description
+
+
+def test_the_throwaway_server_leaves_nothing() -> None:
+    with throwaway_server() as server:
+        datadir = server.datadir
+        assert (datadir / "PG_VERSION").exists()
+        assert query(server.url, "SHOW fsync") == ("off",)  # its data dies with it
+    assert not datadir.parent.exists()  # its temporary directory, whatever it held
+    assert not answers(server.url)
+
+
+def test_a_kept_server_keeps_its_data_and_replaces_one_left_running() -> None:
+    """The demo's server (.demo/postgres): the data outlives the server; a server a killed
+    demo left running on the directory is stopped, not fought over."""
+    datadir = Path(tempfile.mkdtemp(prefix="accessgov-postgres-test-"))
+    try:
+        left_running = LocalPostgres(datadir).start()
+        assert query(left_running.url, "SHOW fsync") == ("on",)
+        query(left_running.url, "CREATE TABLE kept AS SELECT 42 AS answer")
+        with LocalPostgres(datadir) as server:
+            assert not answers(left_running.url) or server.port == left_running.port
+            assert query(server.url, "SELECT answer FROM kept") == (42,)
+        assert not answers(server.url)
+    finally:
+        shutil.rmtree(datadir, ignore_errors=True)
+
+
+@pytest.mark.skipif(
+    sys.platform == "win32" or os.geteuid() != 0, reason="only root runs it as another user"
+)
+def test_as_root_binaries_nobody_can_reach_are_copied_where_it_can(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A checkout under a private home directory (/root is 0700): the throwaway server runs
+    from a copy of the binaries beside its data, removed with it."""
+    private = Path(tempfile.mkdtemp(prefix="accessgov-private-"))  # 0700, root's
+    try:
+        installed = copy_of_binaries(private / "site-packages")
+        monkeypatch.setattr(local_postgres, "binaries", lambda: installed)
+        with throwaway_server() as server:
+            assert server.bin != installed
+            assert server.bin.is_relative_to(server.datadir.parent)
+            assert query(server.url, "SELECT current_database()") == ("test",)
+        assert not server.bin.exists()
+    finally:
+        shutil.rmtree(private)
+
+
+def test_a_server_that_fails_to_get_ready_is_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
+    started: list[str] = []
+
+    def fails(server: LocalPostgres) -> None:
+        started.append(server.url)
+        assert answers(server.url)
+        raise RuntimeError("no database test")
+
+    monkeypatch.setattr(LocalPostgres, "_create_database", fails)
+    with pytest.raises(RuntimeError, match="no database test"), throwaway_server():
+        pass
+    assert started
+    assert not answers(started[0])
