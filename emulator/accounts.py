@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 from emulator import unpopulated
 from emulator.catalog import Catalog
 from emulator.errors import NOT_FOUND, ApiError
-from emulator.paging import PageTokens, digest_of, page_range
+from emulator.paging import PageTokens, digest_of, list_page, page_range
 from emulator.seed import Seed
 from emulator.timefmt import NS, format_ns, precise
 from emulator.users import Users
@@ -204,9 +204,4 @@ def list_app_users(
     listed = accounts.listed(a) if a < len(accounts.catalog.feed_apps) else []
     positions, next_token = page_range(tokens, digest_of(["app_users", app_id]), query, len(listed))
     views = [accounts.view(a, listed[p], emit_unpopulated) for p in positions]
-    if emit_unpopulated:
-        return {"list": views, "expanded": [], "nextPageToken": next_token}
-    page: dict[str, Any] = {"list": views or None}
-    if next_token:
-        page["nextPageToken"] = next_token
-    return page
+    return list_page(views, next_token, emit_unpopulated)

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from emulator import unpopulated
 from emulator.errors import NOT_FOUND, ApiError
-from emulator.paging import PageTokens, clamp_page_size, digest_of, paging_params
+from emulator.paging import PageTokens, digest_of, list_page, page_range
 from emulator.seed import Seed
 from emulator.timefmt import NS, format_ns, precise
 
@@ -365,29 +365,16 @@ def app_entitlement_object(tenant: Catalog | HasCatalog, position: int, k: int) 
     return entitlement
 
 
-def _page(
-    tokens: PageTokens, digest: str, query: dict[str, list[str]], total: int
-) -> tuple[range, str]:
-    """The positions of one page and the next page token ("" on the last page)."""
-    params = paging_params(query)
-    start = tokens.decode(params.page_token, digest) if params.page_token else 0
-    end = min(start + clamp_page_size(params.page_size), total)
-    return range(start, end), tokens.encode(end, digest) if end < total else ""
-
-
 def list_apps(
     catalog: Catalog, tokens: PageTokens, query: dict[str, list[str]], emit_unpopulated: bool
 ) -> dict[str, Any]:
     """One page of ``GET /api/v1/apps``."""
     listed = catalog.current_apps()
-    page_range, next_token = _page(tokens, digest_of(["apps"]), query, len(listed))
-    apps = [app_object(catalog, listed[n]) for n in page_range]
-    if emit_unpopulated:
-        return {"list": apps, "nextPageToken": next_token}
-    page: dict[str, Any] = {"list": [unpopulated.stripped(app) for app in apps] or None}
-    if next_token:
-        page["nextPageToken"] = next_token
-    return page
+    positions, next_token = page_range(tokens, digest_of(["apps"]), query, len(listed))
+    apps = [app_object(catalog, listed[n]) for n in positions]
+    if not emit_unpopulated:
+        apps = [unpopulated.stripped(app) for app in apps]
+    return list_page(apps, next_token, emit_unpopulated, expanded=False)
 
 
 def list_app_entitlements(
@@ -405,9 +392,9 @@ def list_app_entitlements(
     position = found[0]
     listed = catalog.current_entitlements(position)
     digest = digest_of(["app_entitlements", app_id])
-    page_range, next_token = _page(tokens, digest, query, len(listed))
+    positions, next_token = page_range(tokens, digest, query, len(listed))
     views = []
-    for k in (listed[n] for n in page_range):
+    for k in (listed[n] for n in positions):
         entitlement = app_entitlement_object(catalog, position, k)
         view: dict[str, Any] = {
             "appEntitlement": entitlement,
@@ -421,9 +408,4 @@ def list_app_entitlements(
                 entitlement, oneof_members=("durationGrant", "durationUnset")
             )
         views.append(view)
-    if emit_unpopulated:
-        return {"list": views, "expanded": [], "nextPageToken": next_token}
-    page: dict[str, Any] = {"list": views or None}
-    if next_token:
-        page["nextPageToken"] = next_token
-    return page
+    return list_page(views, next_token, emit_unpopulated)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from emulator import unpopulated
-from emulator.paging import PageTokens, digest_of, page_range
+from emulator.paging import PageTokens, digest_of, list_page, page_range
 from emulator.seed import Seed
 from emulator.users import UserContext, Users, make_user
 
@@ -119,9 +119,4 @@ def list_users(
             )
         else:
             views.append({"user": user, "userId": user["id"]})
-    if emit_unpopulated:
-        return {"list": views, "expanded": [], "nextPageToken": next_token}
-    page: dict[str, Any] = {"list": views or None}
-    if next_token:
-        page["nextPageToken"] = next_token
-    return page
+    return list_page(views, next_token, emit_unpopulated)

@@ -32,7 +32,7 @@ from emulator.catalog import PURPOSES, app_entitlement_object, app_object
 from emulator.errors import NOT_FOUND, ApiError, bad_request
 from emulator.feed import TYPE_PREFIX, GrantFeed
 from emulator.lifecycle import LifecyclePlan
-from emulator.paging import PageTokens, clamp_page_size, digest_of, page_range
+from emulator.paging import PageTokens, clamp_page_size, digest_of, list_page, page_range
 from emulator.seed import Seed
 from emulator.timefmt import NS, format_ns, precise
 
@@ -202,12 +202,7 @@ def list_entitlement_users(
     digest = digest_of(["entitlement_users", app_id, entitlement_id])
     positions, next_token = page_range(tokens, digest, query, len(rows))
     views = [grants.binding_view(rows[p], emit_unpopulated) for p in positions]
-    if emit_unpopulated:
-        return {"list": views, "expanded": [], "nextPageToken": next_token}
-    page: dict[str, Any] = {"list": views or None}
-    if next_token:
-        page["nextPageToken"] = next_token
-    return page
+    return list_page(views, next_token, emit_unpopulated)
 
 
 # ----- POST /api/v1/search/grants -----------------------------------------------------------

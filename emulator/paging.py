@@ -99,3 +99,21 @@ def page_range(
     start = tokens.decode(params.page_token, digest) if params.page_token else 0
     end = min(start + clamp_page_size(params.page_size), total)
     return range(start, end), tokens.encode(end, digest) if end < total else ""
+
+
+def list_page(
+    items: list[dict[str, Any]], next_token: str, emit_unpopulated: bool, *, expanded: bool = True
+) -> dict[str, Any]:
+    """A GET list's answer: ``{"list", "expanded", "nextPageToken"}`` all sent under
+    EmitUnpopulated (``expanded`` only on the lists whose message has it); otherwise an empty
+    list is ``null`` and an empty token is left out, as protobuf JSON omits unset fields."""
+    if emit_unpopulated:
+        page: dict[str, Any] = {"list": items}
+        if expanded:
+            page["expanded"] = []
+        page["nextPageToken"] = next_token
+        return page
+    page = {"list": items or None}
+    if next_token:
+        page["nextPageToken"] = next_token
+    return page
