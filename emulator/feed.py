@@ -169,8 +169,9 @@ class GrantFeed:
         if i >= self.size:
             return self._added[i - self.size]
         plan = self.lifecycles
-        kind_draw, has_ticket, ticket, digits, twin_draw, h = self._draws(i)
-        ticket = ticket if has_ticket < 6 else -1
+        kind_draw, has_ticket, _, digits, twin_draw, h = self._draws(i)
+        # Each event its own ticket (a task is about one grant: emulator/tasks.py).
+        ticket = i if has_ticket < 6 else -1
         q, kind, held = plan.slot(i)
         if i % 2 and kind == lifecycle.NOISE and plan.twinned(i - 1, self._draws(i - 1)[4]):
             partner = self.event(i - 1)
@@ -225,7 +226,7 @@ class GrantFeed:
 
     def _continue_lifecycle(self, i: int, date: int) -> Event:
         (a, k, u), event_type, draw = self.lifecycles.continue_lifecycle(i)
-        ticket = (draw >> 11) % self.tickets if (draw >> 7) % 10 < 6 else -1
+        ticket = i if (draw >> 7) % 10 < 6 else -1
         return Event(a, k, u, event_type, ticket, date)
 
     # ----- search -----------------------------------------------------------------------------
