@@ -552,7 +552,10 @@ def _type_filter(value: Any) -> set[str]:
         ((kind, body),) = item.items()
         if kind not in TYPES:
             raise bad_request(f'unknown task type "{kind}" in taskTypes[{n}]')
-        if body is not None and body != {}:
+        # null members are unset (protobuf JSON): {"grant": {"source": null}} is {"grant": {}}
+        if body is not None and (
+            not isinstance(body, dict) or any(v is not None for v in body.values())
+        ):
             raise bad_request(f"taskTypes[{n}].{kind} must be an empty object")
         kinds.add(kind)
     return kinds
@@ -609,8 +612,8 @@ def search_tasks(
     except (ValueError, UnicodeDecodeError):
         raise bad_request("request body is not valid JSON") from None
     if isinstance(request, dict):
-        for name in request:
-            if name in NOT_EMULATED:
+        for name, value in request.items():
+            if name in NOT_EMULATED and value not in (None, [], "", False, 0):
                 raise bad_request(f'field "{name}" of the request is not emulated')
     req = _fields(request, FIELDS, "request")
 

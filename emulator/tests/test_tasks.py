@@ -191,6 +191,8 @@ def test_time_filters_keep_exactly_the_tasks_in_range(api, emu, truth, name, mak
 def test_state_type_ref_and_review_filters(api, emu, ds: Dataset, truth) -> None:
     open_tasks = all_tasks(api, emu, {"taskStates": ["TASK_STATE_OPEN"]})
     assert open_tasks == [t for t in truth if t["state"] == "TASK_STATE_OPEN"] != []
+    nulls = all_tasks(api, emu, {"taskTypes": [{"grant": {"source": None}}]})
+    assert nulls == [t for t in truth if kind(t) == "grant"]  # null members are unset
     for types in (["grant"], ["revoke", "certify"], ["offboarding"], ["action"]):
         found = all_tasks(api, emu, {"taskTypes": [{name: {}} for name in types]})
         assert found == [t for t in truth if kind(t) in types] != []
