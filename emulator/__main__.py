@@ -44,6 +44,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "(a sparse past, one dense burst, most events recent)",
     )
     p.add_argument(
+        "--ticket-ids",
+        choices=("id", "mixed"),
+        default="id",
+        help="what a grant event's ticketId carries: the task's id, or for a third of the "
+        "tickets its numericId",
+    )
+    p.add_argument(
         "--max-in-flight",
         type=int,
         default=0,
@@ -121,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         catalog_apps=args.catalog_apps,
         catalog_entitlements=args.catalog_entitlements,
         distribution=args.distribution,
+        ticket_ids=args.ticket_ids,
     )
     credential = make_credential(seed=args.credential_seed, tenant=args.tenant)
     emulator = Emulator(

@@ -51,6 +51,7 @@ class Dataset:
         catalog_entitlements: int | None = None,
         distribution: str = "uniform",
         access_reviews: int = 3,
+        ticket_ids: str = "id",
     ) -> None:
         if apps < 1 or users < 1 or events < 0 or span_days < 1:
             raise ValueError("need apps >= 1, users >= 1, events >= 0, span_days >= 1")
@@ -87,6 +88,7 @@ class Dataset:
             end_ns=self.end_ns,
             span_days=span_days,
             distribution=distribution,
+            ticket_ids=ticket_ids,
         )
         self.reviews = AccessReviews(
             key, count=access_reviews, users=self.users.ids, end_ns=self.end_ns

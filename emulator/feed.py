@@ -38,6 +38,7 @@ from emulator.users import Users
 
 TYPE_PREFIX = "type.googleapis.com/c1.api."  # of an expanded object (protobuf Any)
 DIGITS = (0, 3, 6, 9)
+TICKET_IDS = ("id", "mixed")
 TICKET_STATES = ("TICKET_STATE_OPEN", "TICKET_STATE_RESOLVED", "TICKET_STATE_WONT_DO")
 MARGIN = NS  # how far precision rounding can move a generated date
 
@@ -123,6 +124,7 @@ class GrantFeed:
         end_ns: int,
         span_days: int,
         distribution: str,
+        ticket_ids: str = "id",
     ) -> None:
         self.seed = seed
         self.catalog = catalog
@@ -139,6 +141,11 @@ class GrantFeed:
         self.base = end_ns - events * self.step - self.window - 2 * MARGIN
         self._warp = _Warp(end_ns - self.base, DISTRIBUTIONS[distribution])
         self.tickets = max(20, events // 25)
+        # What an event's ticketId carries: the task's id, or ("mixed") for a third of the
+        # tickets its numericId (undocumented which; the service accepts both).
+        if ticket_ids not in TICKET_IDS:
+            raise ValueError(f"ticket_ids must be one of {', '.join(TICKET_IDS)}")
+        self.numeric_tickets = ticket_ids == "mixed"
         self._added: list[Event] = []  # events added at run time, in server order
         tail = range(max(0, events - 2 - (self.window + 2 * MARGIN) // self.step), events)
         self._max_date = max((self.event(i).date for i in tail), default=self.base)
@@ -197,7 +204,10 @@ class GrantFeed:
             "eventType": e.event_type,
         }
         if e.ticket >= 0:
-            feed["ticketId"] = self.ticket_id(e.ticket)
+            numeric = self.numeric_tickets and self.seed.mix(43, e.ticket) % 3 == 0
+            feed["ticketId"] = (
+                self.numeric_ticket_id(e.ticket) if numeric else self.ticket_id(e.ticket)
+            )
         return feed
 
     def add_events(
@@ -366,6 +376,10 @@ class GrantFeed:
 
     def ticket_id(self, t: int) -> str:
         return self.seed.id("ticket", t)
+
+    def numeric_ticket_id(self, t: int) -> str:
+        """The task's numericId (an int64 as a string)."""
+        return str(1000 + t)
 
     def expanded_ticket(self, t: int) -> dict[str, Any]:
         rng = random.Random(f"{self.seed.value}:ticket:{t}")

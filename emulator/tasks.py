@@ -240,7 +240,7 @@ class Tasks:
             return list(self._specs)
 
     def gone(self) -> list[str]:
-        """Ticket ids the feed names whose task the service no longer has."""
+        """Ticket ids the feed names whose task the service no longer has (their ``id``)."""
         self.specs()
         return list(self._gone)
 
@@ -258,11 +258,11 @@ class Tasks:
             if e.ticket < 0:
                 continue
             f = feed.feed_object(e)
-            ticket = f["ticketId"]
+            ticket = feed.ticket_id(e.ticket)
             draw = seed.mix(40, e.ticket)
             variant = draw % 100
             if variant < GONE:
-                gone.append(ticket)
+                gone.append(f["ticketId"])  # as the feed names it
                 continue
             grantee = self.users.ids[e.user]
             other = self._other(grantee, draw >> 8)
@@ -274,7 +274,7 @@ class Tasks:
             target["identityUserId"] = grantee
             spec = Spec(
                 id=ticket,
-                numeric_id=1000 + e.ticket,
+                numeric_id=int(feed.numeric_ticket_id(e.ticket)),
                 kind="revoke" if e.event_type == lifecycle.REMOVED else "grant",
                 created=created,
                 requester=grantee if (draw >> 20) % 5 else other,

@@ -380,3 +380,31 @@ def test_open_tasks_close_between_two_runs_and_new_ones_appear(fresh: Emulator) 
 def test_the_feed_and_its_expanded_tickets_still_agree(api, emu) -> None:
     entries = traverse(api, emu, {"expandMask": {"paths": ["ticket_id"]}})
     assert sum("ticketId" in e["feed"] for e in entries) > 0
+
+
+def test_ticket_ids_may_carry_the_numeric_id_and_name_the_same_tasks(ds: Dataset) -> None:
+    mixed = small_dataset(ticket_ids="mixed")
+    plain_feed = [e["feed"] for e in ds.feed_entries()]
+    mixed_feed = [e["feed"] for e in mixed.feed_entries()]
+    by_ref = {}
+    for task in mixed.tasks():
+        by_ref[task["id"]] = by_ref[task["numericId"]] = task
+    assert mixed.tasks() == ds.tasks()  # the same tasks; only how the feed names them differs
+    forms = Counter()
+    gone = set(mixed.missing_tickets())
+    for plain, f in zip(plain_feed, mixed_feed, strict=True):
+        assert {k: v for k, v in plain.items() if k != "ticketId"} == {
+            k: v for k, v in f.items() if k != "ticketId"
+        }
+        if not f.get("ticketId"):
+            assert not plain.get("ticketId")
+            continue
+        forms["numeric" if f["ticketId"].isdigit() else "id"] += 1
+        if f["ticketId"] in gone:
+            continue
+        task = by_ref[f["ticketId"]]
+        assert task["id"] == plain["ticketId"]
+    assert forms["numeric"] > 0
+    assert forms["id"] > 0
+    reasons = Counter(r["reason"] for r in mixed.grants_without_approval())
+    assert reasons == Counter(r["reason"] for r in ds.grants_without_approval())
