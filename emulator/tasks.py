@@ -27,7 +27,7 @@ import json
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from emulator import lifecycle
 from emulator.errors import bad_request
@@ -108,12 +108,12 @@ NOT_EMULATED = [
     "userEmploymentStatuses",
 ]
 STATES = ("TASK_STATE_UNSPECIFIED", OPEN, CLOSED)
-SORTS: dict[str, Callable[[dict[str, Any]], Any] | None] = {
+SORTS: dict[str, Callable[[Indexed], Any] | None] = {
     "TASK_SEARCH_SORT_BY_UNSPECIFIED": None,
-    "TASK_SEARCH_SORT_BY_CREATED_AT": lambda t: parse_rfc3339(t["createdAt"]),
-    "TASK_SEARCH_SORT_BY_REVERSE_CREATED_AT": lambda t: -parse_rfc3339(t["createdAt"]),
-    "TASK_SEARCH_SORT_BY_TICKET_ID": lambda t: int(t["numericId"]),
-    "TASK_SEARCH_SORT_BY_REVERSE_TICKET_ID": lambda t: -int(t["numericId"]),
+    "TASK_SEARCH_SORT_BY_CREATED_AT": lambda t: t.created,
+    "TASK_SEARCH_SORT_BY_REVERSE_CREATED_AT": lambda t: -t.created,
+    "TASK_SEARCH_SORT_BY_TICKET_ID": lambda t: int(t.task["numericId"]),
+    "TASK_SEARCH_SORT_BY_REVERSE_TICKET_ID": lambda t: -int(t.task["numericId"]),
 }
 SORTS_NOT_EMULATED = (
     "TASK_SEARCH_SORT_BY_ACCOUNT",
@@ -228,7 +228,7 @@ class Tasks:
         self._specs: list[Spec] = []
         self._gone: list[str] = []
         self._closed: dict[str, tuple[int, str]] = {}  # id -> (when, outcome), by close()
-        self._records: tuple[tuple[int, int], list[dict[str, Any]]] | None = None
+        self._records: tuple[tuple[int, int], list[Indexed]] | None = None
 
     # ----- building ---------------------------------------------------------------------------
 
@@ -487,13 +487,39 @@ class Tasks:
         """Every Task object as the service holds it now (all fields, unset ones empty), in
         server order; kept until events are added or tasks close. Callers must not change
         them (search answers copy what they send)."""
+        return [indexed.task for indexed in self.indexed()]
+
+    def indexed(self) -> list[Indexed]:
+        """``tasks()`` with the instants a search compares (parsed once, not per request)."""
         specs = self.specs()
         version = (self._built_for, len(self._closed))
         records = self._records
         if records is None or records[0] != version:
-            records = (version, [self.record(spec) for spec in specs])
+            records = (version, [_indexed(self.record(spec)) for spec in specs])
             self._records = records
         return records[1]
+
+
+class Indexed(NamedTuple):
+    """A Task object and what a search filters it on."""
+
+    task: dict[str, Any]
+    kind: str
+    created: int  # ns
+    outcome: int | None  # ns; None: no outcome time (open, or a type without one)
+    review: str | None
+
+
+def _indexed(task: dict[str, Any]) -> Indexed:
+    kind, body = next(iter(task["type"].items()))
+    outcome = body.get("outcomeTime")
+    return Indexed(
+        task,
+        kind,
+        parse_rfc3339(task["createdAt"]),
+        parse_rfc3339(outcome) if outcome else None,
+        body.get("accessReviewId"),
+    )
 
 
 # ----- empty values -------------------------------------------------------------------------
@@ -580,26 +606,23 @@ class TaskFilter:
     refs: frozenset[str] = frozenset()
     reviews: frozenset[str] = frozenset()
 
-    def matches(self, task: dict[str, Any]) -> bool:
-        created = parse_rfc3339(task["createdAt"])
-        kind, body = next(iter(task["type"].items()))
-        outcome = body.get("outcomeTime")
-        outcome_ns = parse_rfc3339(outcome) if outcome else None
+    def matches(self, item: Indexed) -> bool:
+        task, created, outcome = item.task, item.created, item.outcome
         return (
             (self.created_after is None or created >= self.created_after)
             and (self.created_before is None or created < self.created_before)
             and (
                 self.outcome_after is None
-                or (outcome_ns is not None and outcome_ns >= self.outcome_after)
+                or (outcome is not None and outcome >= self.outcome_after)
             )
             and (
                 self.outcome_before is None
-                or (outcome_ns is not None and outcome_ns < self.outcome_before)
+                or (outcome is not None and outcome < self.outcome_before)
             )
             and (not self.states or task["state"] in self.states)
-            and (not self.kinds or kind in self.kinds)
+            and (not self.kinds or item.kind in self.kinds)
             and (not self.refs or bool({task["id"], task["numericId"]} & self.refs))
-            and (not self.reviews or body.get("accessReviewId") in self.reviews)
+            and (not self.reviews or item.review in self.reviews)
         )
 
 
@@ -667,11 +690,11 @@ def search_tasks(
     )
     start = tokens.decode(page_token, digest) if page_token else 0
 
-    found = [task for task in tasks.tasks() if flt.matches(task)]
+    found = [item for item in tasks.indexed() if flt.matches(item)]
     key = SORTS[sort_by]
     if key is not None:
         found.sort(key=key)
-    chosen = found[start : start + page_size]
+    chosen = [item.task for item in found[start : start + page_size]]
     expanded: list[dict[str, Any]] = []
     where: dict[str, str] = {}
     views = []
