@@ -626,6 +626,30 @@ class TaskFilter:
         )
 
 
+def _page(
+    items: list[Indexed],
+    flt: TaskFilter,
+    key: Callable[[Indexed], Any] | None,
+    start: int,
+    size: int,
+) -> tuple[list[dict[str, Any]], int | None]:
+    """A page of matching tasks from position ``start`` and the position the next page starts
+    at (None: no more). In server order a position is an index into every task, so a page
+    examines only up to its next match (tasks closing between pages move nothing); a sorted
+    search sorts the matches and a position is an index into them."""
+    if key is not None:
+        found = sorted((item for item in items if flt.matches(item)), key=key)
+        more = start + size < len(found)
+        return [item.task for item in found[start : start + size]], start + size if more else None
+    chosen: list[dict[str, Any]] = []
+    for i in range(start, len(items)):
+        if flt.matches(items[i]):
+            if len(chosen) == size:
+                return chosen, i
+            chosen.append(items[i].task)
+    return chosen, None
+
+
 def search_tasks(
     tasks: Tasks, tokens: PageTokens, body: bytes, *, emit_unpopulated: bool = False
 ) -> dict[str, Any]:
@@ -690,11 +714,7 @@ def search_tasks(
     )
     start = tokens.decode(page_token, digest) if page_token else 0
 
-    found = [item for item in tasks.indexed() if flt.matches(item)]
-    key = SORTS[sort_by]
-    if key is not None:
-        found.sort(key=key)
-    chosen = [item.task for item in found[start : start + page_size]]
+    chosen, resume = _page(tasks.indexed(), flt, SORTS[sort_by], start, page_size)
     expanded: list[dict[str, Any]] = []
     where: dict[str, str] = {}
     views = []
@@ -711,8 +731,7 @@ def search_tasks(
                 )
             view["accessReviewPath"] = where[review_id]
         views.append(VIEW_ZEROS | view if emit_unpopulated else view)
-    more = start + page_size < len(found)
-    token = tokens.encode(start + page_size, digest) if more else ""
+    token = "" if resume is None else tokens.encode(resume, digest)
     if emit_unpopulated:
         return {"list": views, "expanded": expanded, "nextPageToken": token}
     page: dict[str, Any] = {"list": views}

@@ -408,3 +408,22 @@ def test_ticket_ids_may_carry_the_numeric_id_and_name_the_same_tasks(ds: Dataset
     assert forms["id"] > 0
     reasons = Counter(r["reason"] for r in mixed.grants_without_approval())
     assert reasons == Counter(r["reason"] for r in ds.grants_without_approval())
+
+
+def test_tasks_closing_between_pages_neither_repeat_nor_skip_a_task(fresh: Emulator) -> None:
+    """In server order a page token holds a place among all tasks, so a task that closes
+    while a client pages through the closed ones moves nothing."""
+    api = login(fresh)
+    closed_before = [t["id"] for t in fresh.dataset.tasks() if t["state"] == "TASK_STATE_CLOSED"]
+    query = {"taskStates": ["TASK_STATE_CLOSED"], "pageSize": 100}
+    first = search(api, fresh, query).json()
+    assert first["nextPageToken"]
+    assert fresh.close_tasks()  # every open task, some before the first page's end
+    seen = [view["task"]["id"] for view in first["list"]]
+    token = first["nextPageToken"]
+    while token:
+        page = search(api, fresh, query | {"pageToken": token}).json()
+        seen += [view["task"]["id"] for view in page["list"]]
+        token = page.get("nextPageToken", "")
+    assert len(seen) == len(set(seen))
+    assert set(closed_before) <= set(seen)
