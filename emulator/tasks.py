@@ -240,7 +240,7 @@ class Tasks:
             return list(self._specs)
 
     def gone(self) -> list[str]:
-        """Ticket ids the feed names whose task the service no longer has (their ``id``)."""
+        """Ticket ids the feed names (as it names them) whose task the service no longer has."""
         self.specs()
         return list(self._gone)
 
@@ -259,7 +259,7 @@ class Tasks:
                 continue
             f = feed.feed_object(e)
             ticket = feed.ticket_id(e.ticket)
-            draw = seed.mix(40, e.ticket)
+            draw, more = seed.mix(40, e.ticket), seed.mix(44, e.ticket)  # 32 bits each
             variant = draw % 100
             if variant < GONE:
                 gone.append(f["ticketId"])  # as the feed names it
@@ -281,16 +281,16 @@ class Tasks:
                 subject=grantee,
                 target=target,
                 outcome_at=e.date,
-                emergency=(draw >> 23) % 25 == 0,
+                emergency=more % 25 == 0,
                 jira=f"https://jira.example.test/browse/ACC-{e.ticket}"
-                if (draw >> 28) % 6 == 0
+                if (more >> 5) % 6 == 0
                 else None,
-                description="" if (draw >> 31) % 7 == 0 else "Needed for my current project",
+                description="" if (more >> 8) % 7 == 0 else "Needed for my current project",
             )
             approved_at = created + (e.date - created) // 2
             if spec.kind == "revoke":
                 spec.outcome = REVOKED
-                spec.origin = ("TASK_ORIGIN_WEBAPP", "TASK_ORIGIN_TIME_REVOKE")[draw >> 34 & 1]
+                spec.origin = ("TASK_ORIGIN_WEBAPP", "TASK_ORIGIN_TIME_REVOKE")[more >> 11 & 1]
                 if variant % 2:
                     spec.approvals = [("approved", other, approved_at)]
             elif variant < STILL_OPEN:

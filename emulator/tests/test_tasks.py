@@ -122,6 +122,11 @@ def test_the_variants_an_audit_asks_about_all_occur(ds: Dataset, truth) -> None:
     assert by_other
     assert by_policy
     assert any(t.get("emergencyAccess") for t in truth)
+    assert {t["origin"] for t in truth if kind(t) == "revoke"} == {
+        "TASK_ORIGIN_WEBAPP",
+        "TASK_ORIGIN_TIME_REVOKE",
+    }
+    assert 0 < sum(not t.get("description") for t in grants) < len(grants) / 4
     assert any(
         ref["externalRefSource"] == "JIRA" for t in truth for ref in t.get("externalRefs", [])
     )
