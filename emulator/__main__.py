@@ -53,6 +53,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "ascending or descending by date, or none (by a random id)",
     )
     p.add_argument(
+        "--ticket-ids",
+        choices=("id", "mixed"),
+        default="id",
+        help="what a grant event's ticketId carries: the task's id, or for a third of the "
+        "tickets its numericId",
+    )
+    p.add_argument(
         "--max-in-flight",
         type=int,
         default=0,
@@ -139,6 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         distribution=args.distribution,
         grants_before_feed=args.grants_before_feed,
         order=args.feed_order,
+        ticket_ids=args.ticket_ids,
     )
     credential = make_credential(seed=args.credential_seed, tenant=args.tenant)
     emulator = Emulator(

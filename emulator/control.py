@@ -137,6 +137,10 @@ class Emulator(Settings):
         """Append feed events (see Dataset.add_events); returns the new event total."""
         return self.dataset.add_events(count=count, dates=dates)
 
+    def close_tasks(self, count: int | None = None, at: Any = None) -> list[str]:
+        """Decide open tasks between two runs (see Dataset.close_tasks); returns their ids."""
+        return self.dataset.close_tasks(count=count, at=at)
+
     def remove(self, **ids: str) -> None:
         """Delete an exclusion, a user, an app entitlement or an app (see Dataset.remove)."""
         self.dataset.remove(**ids)
@@ -178,6 +182,7 @@ class Emulator(Settings):
             "revoke-tokens",
             "remove",
             "restore",
+            "close-tasks",
         ):
             raise ApiError(404, NOT_FOUND, "no such emulator control")
         if method != "POST":
@@ -205,6 +210,10 @@ class Emulator(Settings):
         elif action == "events":
             total = self.add_events(count=int(args.get("count", 0)), dates=args.get("dates"))
             return {"total": total}
+        elif action == "close-tasks":
+            count = args.get("count")
+            closed = self.close_tasks(None if count is None else int(count), args.get("at"))
+            return {"closed": closed}
         elif action == "settings":
             return self.update_settings(args)
         elif args.get("clear"):

@@ -22,8 +22,10 @@ from emulator.directory import Directory, DirectoryUser
 from emulator.exclusions import Exclusions
 from emulator.feed import DISTRIBUTIONS, ORDERS, Event, GrantFeed
 from emulator.grants import CurrentGrant, CurrentGrants
+from emulator.reviews import AccessReviews
 from emulator.seed import Seed
-from emulator.timefmt import to_ns
+from emulator.tasks import GRANTED, Tasks, omitted
+from emulator.timefmt import format_ns, to_ns
 from emulator.users import Users
 
 
@@ -55,6 +57,8 @@ class Dataset:
         distribution: str = "uniform",
         grants_before_feed: int | None = None,
         order: str = "near",
+        access_reviews: int = 3,
+        ticket_ids: str = "id",
     ) -> None:
         if apps < 1 or users < 1 or events < 0 or span_days < 1:
             raise ValueError("need apps >= 1, users >= 1, events >= 0, span_days >= 1")
@@ -95,6 +99,7 @@ class Dataset:
             span_days=span_days,
             distribution=distribution,
             order=order,
+            ticket_ids=ticket_ids,
         )
         # Accounts and the grants held now (the feed's, and those made before it: by default
         # one for every eight events, about as many as the feed holds at its end).
@@ -107,6 +112,10 @@ class Dataset:
             plan,
             before_feed=events // 8 if grants_before_feed is None else grants_before_feed,
         )
+        self.reviews = AccessReviews(
+            key, count=access_reviews, users=self.users.ids, end_ns=self.end_ns
+        )
+        self.ticketing = Tasks(key, self.feed, self.users, self.reviews)
 
     # ----- catalog ----------------------------------------------------------------------------
 
@@ -251,6 +260,90 @@ class Dataset:
     def grants_at(self, at: str | datetime | int | None = None) -> list[lifecycle.Interval]:
         """The intervals holding at an instant (None: now, i.e. those not revoked)."""
         return self.feed.grants_at(at)
+
+    # ----- tasks and access reviews ----------------------------------------------------------
+
+    def tasks(self) -> list[dict[str, Any]]:
+        """Ground truth: every Task object the service holds now (unset fields omitted)."""
+        return [omitted(task) for task in self.ticketing.tasks()]
+
+    def access_reviews(self) -> list[dict[str, Any]]:
+        """Ground truth: every AccessReview object, in server order."""
+        return [self.reviews.record(review) for review in self.reviews.reviews]
+
+    def missing_tickets(self) -> list[str]:
+        """Ticket ids the feed names whose task the service no longer has."""
+        return self.ticketing.gone()
+
+    def approvals(self) -> list[dict[str, Any]]:
+        """Ground truth: one row per approval step of a task's policy history: the task,
+        ``approved`` or ``denied``, by whom and when."""
+        rows = []
+        for task in self.tasks():
+            for step in (task.get("policy") or {}).get("history", []):
+                for verdict, action in step["approval"].items():
+                    if verdict in ("approved", "denied"):
+                        rows.append(
+                            {
+                                "task_id": task["id"],
+                                "numeric_id": task["numericId"],
+                                "verdict": verdict,
+                                "user_id": action["userId"],
+                                "at": action[f"{verdict}At"],
+                            }
+                        )
+        return rows
+
+    def grants_without_approval(self) -> list[dict[str, Any]]:
+        """Ground truth: each distinct ADDED event of the feed that lacks an approval, and
+        why: ``no_ticket`` (empty ticket id), ``ticket_not_found`` (no task of that id or
+        numeric id), ``not_granted`` (the task is not a granted grant task, or still open),
+        ``self_approved`` (granted, and every approval is by the grantee's own user). A grant
+        a policy granted with no approval step is not listed."""
+        by_ref: dict[str, dict[str, Any]] = {}
+        for known in self.tasks():
+            by_ref[known["id"]] = by_ref[known["numericId"]] = known
+        feed = (entry["feed"] for entry in self.feed_entries())
+        rows = []
+        for (app, entitlement, user, kind, date), ticket in lifecycle.distinct_events(feed).items():
+            if kind != lifecycle.ADDED:
+                continue
+            task = by_ref.get(ticket or "")
+            grant = (task or {}).get("type", {}).get("grant", {})
+            approvers = {
+                step["approval"]["approved"]["userId"]
+                for step in ((task or {}).get("policy") or {}).get("history", [])
+                if "approved" in step["approval"]
+            }
+            if not ticket:
+                reason = "no_ticket"
+            elif task is None:
+                reason = "ticket_not_found"
+            elif grant.get("outcome") != GRANTED:
+                reason = "not_granted"
+            elif approvers and approvers == {self.user_of_app_user(user)}:
+                reason = "self_approved"
+            else:
+                continue
+            rows.append(
+                {
+                    "app_id": app,
+                    "app_entitlement_id": entitlement,
+                    "app_user_id": user,
+                    "granted_at": format_ns(date),
+                    "ticket_id": ticket or "",
+                    "reason": reason,
+                }
+            )
+        return rows
+
+    def close_tasks(
+        self, count: int | None = None, at: str | datetime | int | None = None
+    ) -> list[str]:
+        """Decide up to ``count`` open tasks (all if None), oldest first, at ``at`` (default
+        now), as approvers do between two runs; returns their ids."""
+        when = to_ns(at if at is not None else datetime.now(UTC))
+        return self.ticketing.close(count, when)
 
     # ----- removals between runs --------------------------------------------------------------
 

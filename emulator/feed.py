@@ -44,12 +44,14 @@ from emulator.protojson import fields as _fields
 from emulator.protojson import int32 as _int32
 from emulator.protojson import refs as _refs
 from emulator.protojson import string as _string
+from emulator.protojson import timestamp as _timestamp
 from emulator.seed import Seed
-from emulator.timefmt import NS, format_ns, parse_rfc3339, precise, to_ns
+from emulator.timefmt import NS, format_ns, precise, to_ns
 from emulator.users import Users
 
 TYPE_PREFIX = "type.googleapis.com/c1.api."  # of an expanded object (protobuf Any)
 DIGITS = (0, 3, 6, 9)
+TICKET_IDS = ("id", "mixed")
 TICKET_STATES = ("TICKET_STATE_OPEN", "TICKET_STATE_RESOLVED", "TICKET_STATE_WONT_DO")
 MARGIN = NS  # how far precision rounding can move a generated date
 
@@ -143,6 +145,7 @@ class GrantFeed:
         span_days: int,
         distribution: str,
         order: str = "near",
+        ticket_ids: str = "id",
     ) -> None:
         if order not in ORDERS:
             raise ValueError(f"order must be one of {', '.join(ORDERS)}")
@@ -162,6 +165,11 @@ class GrantFeed:
         self.base = end_ns - events * self.step - self.window - 2 * MARGIN
         self._warp = _Warp(end_ns - self.base, DISTRIBUTIONS[distribution])
         self.tickets = max(20, events // 25)
+        # What an event's ticketId carries: the task's id, or ("mixed") for a third of the
+        # tickets its numericId (undocumented which; the service accepts both).
+        if ticket_ids not in TICKET_IDS:
+            raise ValueError(f"ticket_ids must be one of {', '.join(TICKET_IDS)}")
+        self.numeric_tickets = ticket_ids == "mixed"
         self._added: list[Event] = []  # events added at run time, in server order
         tail = range(max(0, events - 2 - (self.window + 2 * MARGIN) // self.step), events)
         self._max_date = max((self.event(i).date for i in tail), default=self.base)
@@ -195,8 +203,9 @@ class GrantFeed:
         if i >= self.size:
             return self._added[i - self.size]
         plan = self.lifecycles
-        kind_draw, has_ticket, ticket, digits, twin_draw, h = self._draws(i)
-        ticket = ticket if has_ticket < 6 else -1
+        kind_draw, has_ticket, _, digits, twin_draw, h = self._draws(i)
+        # Each event its own ticket (a task is about one grant: emulator/tasks.py).
+        ticket = i if has_ticket < 6 else -1
         q, kind, held = plan.slot(i)
         if i % 2 and kind == lifecycle.NOISE and plan.twinned(i - 1, self._draws(i - 1)[4]):
             partner = self.event(i - 1)
@@ -222,7 +231,10 @@ class GrantFeed:
             "eventType": e.event_type,
         }
         if e.ticket >= 0:
-            feed["ticketId"] = self.ticket_id(e.ticket)
+            numeric = self.numeric_tickets and self.seed.mix(43, e.ticket) % 3 == 0
+            feed["ticketId"] = (
+                self.numeric_ticket_id(e.ticket) if numeric else self.ticket_id(e.ticket)
+            )
         return feed
 
     def add_events(
@@ -251,7 +263,7 @@ class GrantFeed:
 
     def _continue_lifecycle(self, i: int, date: int) -> Event:
         (a, k, u), event_type, draw = self.lifecycles.continue_lifecycle(i)
-        ticket = (draw >> 11) % self.tickets if (draw >> 7) % 10 < 6 else -1
+        ticket = i if (draw >> 7) % 10 < 6 else -1
         return Event(a, k, u, event_type, ticket, date)
 
     # ----- search -----------------------------------------------------------------------------
@@ -413,6 +425,10 @@ class GrantFeed:
     def ticket_id(self, t: int) -> str:
         return self.seed.id("ticket", t)
 
+    def numeric_ticket_id(self, t: int) -> str:
+        """The task's numericId (an int64 as a string)."""
+        return str(1000 + t)
+
     def expanded_ticket(self, t: int) -> dict[str, Any]:
         rng = random.Random(f"{self.seed.value}:ticket:{t}")
         created = self.base + rng.randrange(max(self.end_ns - self.base, 1))
@@ -445,13 +461,6 @@ SCOPED_REF = {"appId": "app_id", "id": "id"}
 # its other endpoints); any other path is a 400.
 EXPAND_PATHS = ("app_id", "app_entitlement_id", "app_user_id", "ticket_id")
 SCAN_BUDGET = 250_000  # events examined per page before answering a short page with a token
-
-
-def _timestamp(value: Any, where: str) -> int:
-    try:
-        return parse_rfc3339(_string(value, where))
-    except ValueError:
-        raise bad_request(f"{where} is not an RFC 3339 date-time") from None
 
 
 def _expand_paths(value: Any) -> list[str]:

@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from emulator.errors import bad_request
+from emulator.timefmt import parse_rfc3339
 
 
 def body_object(body: bytes) -> Any:
@@ -74,3 +75,11 @@ def int32(value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not -(2**31) <= value < 2**31:
         raise bad_request(f"{where} must be an int32")
     return value
+
+
+def timestamp(value: Any, where: str) -> int:
+    """An RFC 3339 date-time field, in ns."""
+    try:
+        return parse_rfc3339(string(value, where))
+    except ValueError:
+        raise bad_request(f"{where} is not an RFC 3339 date-time") from None

@@ -31,11 +31,15 @@ from emulator.faults import Fault, Faults
 from emulator.feed import search_grant_feed
 from emulator.grants import list_entitlement_users, search_grants
 from emulator.paging import PageTokens
+from emulator.reviews import list_access_reviews
 from emulator.server import Request
+from emulator.tasks import search_tasks
 
 FEED_PATH = "/api/v1/grants/feed"
 APPS_PATH = "/api/v1/apps"
 APP_ENTITLEMENTS = re.compile(r"/api/v1/apps/([^/]+)/entitlements")
+TASKS_PATH = "/api/v1/search/tasks"
+REVIEWS_PATH = "/api/v1/access_reviews"
 EXCLUSIONS = re.compile(r"/api/v1/apps/([^/]+)/entitlements/([^/]+)/automation/exclusions")
 USERS_PATH = "/api/v1/users"
 APP_USERS = re.compile(r"/api/v1/apps/([^/]+)/app_users")
@@ -336,6 +340,18 @@ class Service:
                 emit_unpopulated=emit,
             )
             return shapes.automation_exclusions(page, release)
+        if path == TASKS_PATH:
+            if method != "POST":
+                raise method_not_allowed("POST")
+            return search_tasks(
+                self.dataset.ticketing, self.page_tokens, request.body, emit_unpopulated=emit
+            )
+        if path == REVIEWS_PATH:
+            if method != "GET":
+                raise method_not_allowed("GET")
+            return list_access_reviews(
+                self.dataset.reviews, self.page_tokens, query, emit_unpopulated=emit
+            )
         return self._route_people(request, emit_catalog)
 
     def _route_people(self, request: Request, emit: bool) -> dict[str, Any]:

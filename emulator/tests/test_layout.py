@@ -62,6 +62,8 @@ def test_each_concern_holds_its_data_without_the_whole_tenant() -> None:
         "accounts": "Accounts",
         "directory": "Directory",
         "grants": "CurrentGrants",
+        "reviews": "AccessReviews",
+        "tasks": "Tasks",
     }
     for module, holder in concerns.items():
         assert reached(module).isdisjoint(above), module
