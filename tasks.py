@@ -50,7 +50,7 @@ def bootstrap() -> None:
     Then the installed modules are compiled, as pip does by default and uv does not: where
     PYTHONDONTWRITEBYTECODE is set (many container images) every command would otherwise
     compile Meltano, singer-sdk & co. from source again (measured: ~1.5 s of CPU per
-    ``meltano run``, ~0.8 s per tap run; README, Performance). meltano.yml does the same for
+    ``meltano run``, ~0.8 s per tap run; docs/performance.md). meltano.yml does the same for
     the plugins (UV_COMPILE_BYTECODE).
     """
     digest = hashlib.sha256(

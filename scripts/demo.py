@@ -345,7 +345,7 @@ def run_demo(
         )
     print(
         "Current access is complete only when the extraction's start_date precedes the "
-        "tenant's first grant (README, Models)."
+        "tenant's first grant (docs/models.md)."
     )
 
 

@@ -17,7 +17,7 @@
           select * from ({{ access_as_of('2025-03-01T00:00:00Z') }}) as held
       At `at` every event dated at or before it has applied: an interval revoked exactly then
       no longer holds, one granted exactly then does. Complete only when the extraction's
-      start_date precedes the tenant's first grant (see README "Models").
+      start_date precedes the tenant's first grant (see docs/models.md).
     -#}
     select
         app_id,

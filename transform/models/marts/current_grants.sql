@@ -1,5 +1,5 @@
 -- Who holds what now: the intervals not revoked. Complete only when the extraction's
--- start_date precedes the tenant's first grant (README "Models").
+-- start_date precedes the tenant's first grant (docs/models.md).
 select
     app_id,
     app_display_name,

@@ -3,7 +3,7 @@
 -- One pass over int_grant_lifecycle_events, which holds every ADDED event with its ticket and
 -- its effect: joining it back to stg_grant_events would let the planner, which cannot
 -- estimate filters on computed columns, pick a nested loop that grows with the square of the
--- events (README "Models", At warehouse scale).
+-- events (docs/models.md, At warehouse scale).
 select
     added.app_id,
     added.app_display_name,
