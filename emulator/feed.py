@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import collections
 import itertools
-import json
 import random
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -40,6 +39,7 @@ from emulator import lifecycle, unpopulated
 from emulator.catalog import Catalog
 from emulator.errors import bad_request
 from emulator.paging import PageTokens, clamp_page_size, digest_of
+from emulator.protojson import body_object
 from emulator.protojson import fields as _fields
 from emulator.protojson import int32 as _int32
 from emulator.protojson import refs as _refs
@@ -478,10 +478,7 @@ def search_grant_feed(
     feed: GrantFeed, tokens: PageTokens, body: bytes, *, emit_unpopulated: bool = False
 ) -> dict[str, Any]:
     """One page of a feed search; with ``emit_unpopulated`` unset fields are sent empty."""
-    try:
-        request = json.loads(body) if body.strip() else {}
-    except (ValueError, UnicodeDecodeError):
-        raise bad_request("request body is not valid JSON") from None
+    request = body_object(body)
     req = _fields(request, FIELDS, "request")
     after = _timestamp(req["after"], "after") if "after" in req else None
     before = _timestamp(req["before"], "before") if "before" in req else None

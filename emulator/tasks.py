@@ -23,7 +23,6 @@ Tasks are built from the feed on first use and again when events are added (O(ev
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from emulator import lifecycle
 from emulator.errors import bad_request
 from emulator.feed import GrantFeed
 from emulator.paging import PageTokens, clamp_page_size, digest_of
+from emulator.protojson import body_object
 from emulator.protojson import fields as _fields  # every search of the service parses alike
 from emulator.protojson import int32 as _int32
 from emulator.protojson import string as _string
@@ -656,10 +656,7 @@ def search_tasks(
     tasks: Tasks, tokens: PageTokens, body: bytes, *, emit_unpopulated: bool = False
 ) -> dict[str, Any]:
     """One page of a task search; with ``emit_unpopulated`` unset fields are sent empty."""
-    try:
-        request = json.loads(body) if body.strip() else {}
-    except (ValueError, UnicodeDecodeError):
-        raise bad_request("request body is not valid JSON") from None
+    request = body_object(body)
     if isinstance(request, dict):
         for name, value in request.items():
             if name in NOT_EMULATED and value not in (None, [], "", False, 0):
