@@ -11,8 +11,9 @@ Where the tap bends singer-sdk (0.54, and 0.55's pre-releases), each in one plac
    (target-jsonl) kept none; the SDK has no hook at the end of a successful run. Would go
    with such a hook, or with the SDK writing the whole state at the end of every run.
 2. ``TapStream.sync`` (client.py), final in the SDK, is overridden: however a stream's sync
-   ends, the worker threads it drives end with it (prefetch.py), and a failed run still says
-   how the service slowed it down. Why: the SDK has no hook at the end of a stream's sync, and
+   ends, the worker threads it drives end with it (prefetch.py), the records it wrote leave
+   the writer's chunk (output.py), and a failed run still says how the service slowed it
+   down. Why: the SDK has no hook at the end of a stream's sync, and
    a failure outside ``get_records`` (a stream map, a closed output) leaves the records
    generator suspended in the traceback, its workers still fetching. Would go with a hook
    that runs when a stream's sync ends however it ends, or with concurrency in the SDK
