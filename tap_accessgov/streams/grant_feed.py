@@ -70,7 +70,7 @@ class GrantFeedStream(AccessGovStream):
     primary_keys = ("appId", "appEntitlementId", "appUserId", "eventType", "date")
     schema = schemas.GRANT_FEED
     # parse_response builds every record from JSON strings and objects that already match the
-    # schema; re-checking each value was the largest cost in a profile (see README).
+    # schema; re-checking each value was the largest cost in a profile (docs/performance.md).
     TYPE_CONFORMANCE_LEVEL = TypeConformanceLevel.NONE
 
     def __init__(self, *args: t.Any, **kwargs: t.Any) -> None:
