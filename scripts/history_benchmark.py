@@ -32,6 +32,7 @@ import typing as t
 from pathlib import Path
 
 import duckdb
+
 from support import ROOT
 
 DBT = ROOT / ".meltano/utilities/dbt-duckdb/venv/bin/dbt"
@@ -103,7 +104,11 @@ class Tenant:
         """``share`` of each table's rows changed."""
         for stream, table in self.tables.items():
             changes = max(1, round(len(table) * share))
-            kinds = ("remove", "add") if stream == "automation_exclusions" else ("remove", "add", "edit")
+            kinds = (
+                ("remove", "add")
+                if stream == "automation_exclusions"
+                else ("remove", "add", "edit")
+            )
             for n in range(changes):
                 kind = kinds[(night + n) % len(kinds)]
                 if kind == "add":
@@ -153,9 +158,7 @@ def dbt(directory: Path, database: Path, *args: str) -> None:
         "ACCESSGOV_DUCKDB_PATH": str(database),
         "ACCESSGOV_DBT_SCHEMA": "analytics",
     }
-    result = subprocess.run(
-        [str(DBT), *args], env=env, capture_output=True, text=True, check=False
-    )
+    result = subprocess.run([str(DBT), *args], env=env, capture_output=True, text=True, check=False)
     if result.returncode != 0:
         msg = f"dbt {' '.join(args)} failed:\n{result.stdout[-3000:]}"
         raise RuntimeError(msg)
@@ -227,7 +230,15 @@ def main() -> None:
         for name, directory in runs.items():
             load(tenant, directory, snapshot_at)
             database = directory / "models.duckdb"
-            dbt(directory, database, "build", "--indirect-selection", "cautious", "--select", *SELECTED)
+            dbt(
+                directory,
+                database,
+                "build",
+                "--indirect-selection",
+                "cautious",
+                "--select",
+                *SELECTED,
+            )
             if name == "with prune":
                 dbt(directory, database, "run-operation", "prune_raw_snapshots")
 
@@ -245,7 +256,9 @@ def main() -> None:
         f"history: {args.nights} nightly runs, {args.change:.0%} of rows changed a night; "
         f"the tenant after the last night: {sizes}"
     )
-    print(f"  {'stream':<24}{'without prune: loaded + history = stored':>44}{'with prune: loaded + history = stored':>42}")
+    print(
+        f"  {'stream':<24}{'without prune: loaded + history = stored':>44}{'with prune: loaded + history = stored':>42}"
+    )
     totals = {name: [0, 0] for name in runs}
     for stream in streams:
         cells = []

@@ -265,9 +265,9 @@ from new_snapshots
 {%- endmacro %}
 
 {% macro default__delete_raw_rows(stream, condition) -%}
-    {#- target-postgres's table, in one transaction. -#}
+    {#- target-postgres's table. run-operation commits nothing itself, so the statement does. -#}
     {%- do run_query("delete from " ~ source('accessgov', stream) ~ " where " ~ condition) -%}
-    {%- do adapter.commit() -%}
+    {%- do run_query("commit") -%}
 {%- endmacro %}
 
 {% macro duckdb__delete_raw_rows(stream, condition) -%}
