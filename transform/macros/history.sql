@@ -105,31 +105,11 @@ neighbours as (
     from present
 )
 
-select
-    {%- for column in columns %}
-    neighbours.{{ snake_case(column) }},
-    {%- endfor %}
-    neighbours.row_hash,
-    'added' as change_type,
-    new_snapshots.snapshot_at
-from neighbours
-inner join new_snapshots on new_snapshots.snapshot_number = neighbours.snapshot_number
-where neighbours.previous_number is null
-   or neighbours.previous_number < neighbours.snapshot_number - 1
+{{ history_changes(columns, 'added', 0, 'previous_number', '< neighbours.snapshot_number - 1') }}
 
 union all
 
-select
-    {%- for column in columns %}
-    neighbours.{{ snake_case(column) }},
-    {%- endfor %}
-    neighbours.row_hash,
-    'removed' as change_type,
-    new_snapshots.snapshot_at
-from neighbours
-inner join new_snapshots on new_snapshots.snapshot_number = neighbours.snapshot_number + 1
-where neighbours.next_number is null
-   or neighbours.next_number > neighbours.snapshot_number + 1
+{{ history_changes(columns, 'removed', 1, 'next_number', '> neighbours.snapshot_number + 1') }}
 
 union all
 
@@ -142,6 +122,25 @@ select
     new_snapshots.snapshot_at
 from new_snapshots
     {%- endif %}
+{%- endmacro %}
+
+{% macro history_changes(columns, change_type, offset, neighbour, apart) -%}
+    {#-
+      The rows of full_table_history's `neighbours` that changed (`change_type`) at the new
+      snapshot `offset` after their own: those whose `neighbour` snapshot number (the
+      previous or the next one holding the row) is none, or not the adjacent one (`apart`).
+    -#}
+select
+    {%- for column in columns %}
+    neighbours.{{ snake_case(column) }},
+    {%- endfor %}
+    neighbours.row_hash,
+    '{{ change_type }}' as change_type,
+    new_snapshots.snapshot_at
+from neighbours
+inner join new_snapshots on new_snapshots.snapshot_number = neighbours.snapshot_number + {{ offset }}
+where neighbours.{{ neighbour }} is null
+   or neighbours.{{ neighbour }} {{ apart }}
 {%- endmacro %}
 
 {% macro history_columns(stream) -%}
