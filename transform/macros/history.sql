@@ -38,6 +38,7 @@ select
     cast(null as {{ dbt.type_string() }}) as row_hash,
     cast(null as {{ dbt.type_string() }}) as change_type,
     cast(null as {{ type_timestamp_tz() }}) as snapshot_at
+from (select 1 as nothing) as not_loaded  -- BigQuery has no WHERE without a FROM
 where 1 = 0
     {%- else %}
 with captured as (
