@@ -41,6 +41,7 @@ from singer_sdk.tap_base import CliTestOptionValue
 from typing_extensions import override
 
 from tap_accessgov import cli, settings
+from tap_accessgov.access_reviews import AccessReviewsStream
 from tap_accessgov.auth import (
     AccessGovAuthenticator,
     ClientId,
@@ -53,6 +54,7 @@ from tap_accessgov.grant_feed import GrantFeedStream
 from tap_accessgov.output import OutputWriter
 from tap_accessgov.request_budget import RequestBudget
 from tap_accessgov.snapshots import FullTableSnapshotsStream, SnapshotStream
+from tap_accessgov.tasks import TasksStream
 
 if t.TYPE_CHECKING:
     from singer_sdk.streams import Stream
@@ -226,6 +228,8 @@ class TapAccessGov(Tap):
             app_entitlements,
             exclusions,
             UsersStream(self, exclusions=exclusions),
+            TasksStream(self, connection=self),
+            AccessReviewsStream(self, connection=self),
         ]
         return [
             *streams,
@@ -240,6 +244,8 @@ STREAM_TYPES: tuple[type[Stream], ...] = (
     AppEntitlementsStream,
     AutomationExclusionsStream,
     UsersStream,
+    TasksStream,
+    AccessReviewsStream,
 )
 
 
