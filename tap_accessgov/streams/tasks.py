@@ -33,20 +33,18 @@ import datetime
 import typing as t
 from functools import cached_property
 
-from singer_sdk import typing as th
 from typing_extensions import override
 
-from tap_accessgov.client import AccessGovStream
-from tap_accessgov.grant_feed_windows import (
+from tap_accessgov import schemas
+from tap_accessgov.paging import page_body
+from tap_accessgov.streams.base import AccessGovStream
+from tap_accessgov.streams.grant_feed_windows import (
     BACKFILL,
     Backfill,
     Window,
     WindowReader,
     initial_windows,
 )
-from tap_accessgov.paging import page_body
-from tap_accessgov.prefetch import Workers
-from tap_accessgov.schemas import FREE_FORM, INT64, OBJECTS, STRING, STRINGS
 from tap_accessgov.timestamps import normalize_timestamp, to_ns
 
 if t.TYPE_CHECKING:
@@ -61,120 +59,6 @@ SINCE = "since"  # the interrupted run's start, in the backfill state
 OUTCOMES_READ = "outcomesRead"  # whether its outcome query completed
 
 
-def _subject(*extra: th.Property[t.Any]) -> th.ObjectType:
-    """A task type about a grant (grant, revoke, certify): what it is about, its outcome."""
-    return th.ObjectType(
-        th.Property("appId", STRING),
-        th.Property("appEntitlementId", STRING),
-        th.Property("appUserId", STRING),
-        th.Property("identityUserId", STRING, description="The user the task is about."),
-        th.Property("outcome", STRING, description="Absent while the task is open."),
-        th.Property("outcomeTime", th.DateTimeType),
-        *extra,
-        additional_properties=True,
-    )
-
-
-def _action(at: str) -> th.ObjectType:
-    return th.ObjectType(
-        th.Property("userId", STRING), th.Property(at, th.DateTimeType), additional_properties=True
-    )
-
-
-POLICY_STEP = th.ObjectType(
-    th.Property("id", STRING),
-    th.Property("state", STRING),
-    th.Property("policyGenerationId", STRING),
-    th.Property(
-        "approval",
-        th.ObjectType(
-            th.Property("state", STRING),
-            th.Property("assignedAt", th.DateTimeType),
-            th.Property("approved", _action("approvedAt"), description="Who approved, when."),
-            th.Property("denied", _action("deniedAt"), description="Who denied, when."),
-            additional_properties=True,
-        ),
-    ),
-    additional_properties=True,
-)
-
-TASK = th.PropertiesList(
-    th.Property("id", STRING, required=True),
-    th.Property("numericId", INT64, description="The ticket number (int64, sent as a string)."),
-    th.Property("displayName", STRING),
-    th.Property("description", STRING, description="The requester's justification."),
-    th.Property("state", STRING, description="TASK_STATE_OPEN, _CLOSED, ... (passed through)"),
-    th.Property("processing", STRING),
-    th.Property("origin", STRING, description="TASK_ORIGIN_WEBAPP, _JIRA, ... (passed through)"),
-    th.Property("createdAt", th.DateTimeType),
-    th.Property(
-        "updatedAt",
-        th.DateTimeType,
-        description="As sent. Replication key: the bookmark is the instant a run started.",
-    ),
-    th.Property("deletedAt", th.DateTimeType),
-    th.Property("createdByUserId", STRING, description="Who opened the task."),
-    th.Property("userId", STRING, description="The user the task is about."),
-    th.Property("approverIds", STRINGS),
-    th.Property("stepApproverIds", STRINGS),
-    th.Property("emergencyAccess", th.BooleanType),
-    th.Property(
-        "externalRefs",
-        th.ArrayType(
-            th.ObjectType(
-                th.Property("externalRefSource", STRING),
-                th.Property("name", STRING),
-                th.Property("url", STRING),
-            )
-        ),
-        description="External references, e.g. a Jira issue.",
-    ),
-    th.Property(
-        "type",
-        th.ObjectType(
-            th.Property("grant", _subject(th.Property("grantDuration", STRING))),
-            th.Property("revoke", _subject()),
-            th.Property(
-                "certify",
-                _subject(
-                    th.Property("accessReviewId", STRING),
-                    th.Property("accessReviewSelection", STRING),
-                ),
-            ),
-            th.Property(
-                "offboarding",
-                th.ObjectType(
-                    th.Property("subjectUserId", STRING),
-                    th.Property("outcome", STRING),
-                    th.Property("outcomeTime", th.DateTimeType),
-                ),
-            ),
-            th.Property("action", FREE_FORM),
-            th.Property("finding", FREE_FORM),
-            additional_properties=True,
-        ),
-        description="One member, named after the task's type; unknown types pass through.",
-    ),
-    th.Property(
-        "policy",
-        th.ObjectType(
-            th.Property("history", th.ArrayType(POLICY_STEP), description="Steps done."),
-            additional_properties=True,
-        ),
-    ),
-    th.Property("actions", STRINGS),
-    th.Property("analysisId", STRING),
-    th.Property("annotations", OBJECTS),
-    th.Property("commentCount", th.IntegerType),
-    th.Property("data", FREE_FORM),
-    th.Property("form", FREE_FORM),
-    th.Property("insightIds", STRINGS),
-    th.Property("policyGenerationId", STRING),
-    th.Property("recommendation", STRING),
-    th.Property("revocationTargets", OBJECTS),
-).to_dict()
-
-
 class TasksStream(AccessGovStream):
     """Every task of the tenant, created or decided since the last run (module docstring)."""
 
@@ -184,11 +68,7 @@ class TasksStream(AccessGovStream):
     replication_key = "updatedAt"
     is_sorted = False
     primary_keys = ("id",)
-    schema = TASK
-
-    def __init__(self, *args: t.Any, **kwargs: t.Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._workers: Workers | None = None
+    schema = schemas.TASK
 
     @cached_property
     def run_start(self) -> str:
@@ -203,13 +83,8 @@ class TasksStream(AccessGovStream):
         return self.run_start
 
     @override
-    def get_records(self, context: Context | None) -> t.Iterable[Record]:
-        return self.dry_run_limit.apply(self._changed_tasks())
-
-    @override
-    def stop_workers(self) -> None:
-        if self._workers is not None:
-            self._workers.close()
+    def records(self, context: Context | None) -> t.Iterable[Record]:
+        return self._changed_tasks()
 
     def _changed_tasks(self) -> t.Iterator[Record]:
         state = self.stream_state
@@ -277,13 +152,11 @@ class TasksStream(AccessGovStream):
                 yield from self.request_records(_created_in(window))
                 completed(window)
             return
-        self.pin_proxies()  # before the threads: it changes the shared session
-        self._workers = Workers(workers, self.stopping, "tasks")
         reader = WindowReader(
             read=lambda window: self.request_records(_created_in(window)),
             split=lambda _window, _pages, _typical: [],
             page_size=self.page_size,
-            workers=self._workers,
+            workers=self.start_workers(workers, "tasks"),
             count=workers,
         )
         yield from reader.records(windows, completed)
