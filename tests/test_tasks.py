@@ -5,12 +5,15 @@ or decided since the bookmark, resumable windows, concurrency that changes nothi
 from __future__ import annotations
 
 import datetime
+import logging
 import math
 import typing as t
 
 import pytest
+import requests
 
 from emulator import Dataset, Emulator
+from tap_accessgov.paging import Page, viewed_objects
 from tap_accessgov.timestamps import to_ns
 from tests.conftest import SMALL_DATASET, catalog_selecting, sync, tap_config
 
@@ -164,3 +167,19 @@ def test_access_reviews_are_a_full_table_snapshot_of_every_review(tenant: Emulat
         for review in tenant.dataset.access_reviews()
     ]
     assert len({r["snapshotAt"] for r in result.records["access_reviews"]}) == 1
+
+
+def test_an_object_without_an_id_is_skipped_with_a_warning_naming_the_call(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The object of each view of a page (a task, an access review, an app entitlement); one
+    the service sent without an id cannot be keyed."""
+    response = requests.Response()
+    response.request = requests.Request("POST", "https://acme.test/api/v1/search/tasks").prepare()
+    page = Page(response, {"list": [{"task": {"id": "t1"}}, {"task": {"displayName": "x"}}, {}]})
+    logger = logging.getLogger("test_tasks")
+    with caplog.at_level(logging.WARNING, logger="test_tasks"):
+        assert list(viewed_objects(page, "task", logger)) == [{"id": "t1"}]
+    assert [r.getMessage() for r in caplog.records] == [
+        "Skipping a task without an id (POST /api/v1/search/tasks)"
+    ] * 2

@@ -13,7 +13,7 @@ import typing as t
 from typing_extensions import override
 
 from tap_accessgov import schemas
-from tap_accessgov.paging import QueryPaging, page_body
+from tap_accessgov.paging import QueryPaging, viewed_objects
 from tap_accessgov.streams.base import AccessGovStream
 
 if t.TYPE_CHECKING:
@@ -33,9 +33,4 @@ class AccessReviewsStream(QueryPaging, AccessGovStream):
     @override
     def parse_response(self, response: requests.Response) -> t.Iterable[Record]:
         """The ``accessReview`` of each view; one without an id is skipped, with a warning."""
-        for view in page_body(response).get("list") or []:
-            review = (view or {}).get("accessReview") or {}
-            if review.get("id"):
-                yield review
-            else:
-                self.logger.warning("Skipping an access review without an id")
+        return viewed_objects(response, "accessReview", self.logger)

@@ -36,7 +36,7 @@ from functools import cached_property
 from typing_extensions import override
 
 from tap_accessgov import schemas
-from tap_accessgov.paging import page_body
+from tap_accessgov.paging import viewed_objects
 from tap_accessgov.streams.base import AccessGovStream
 from tap_accessgov.streams.grant_feed_windows import (
     BACKFILL,
@@ -187,12 +187,7 @@ class TasksStream(AccessGovStream):
     @override
     def parse_response(self, response: requests.Response) -> t.Iterable[Record]:
         """The ``task`` of each view; one without an id is skipped, with a warning."""
-        for view in page_body(response).get("list") or []:
-            task = (view or {}).get("task") or {}
-            if task.get("id"):
-                yield task
-            else:
-                self.logger.warning("Skipping a task without an id (%s)", task.get("displayName"))
+        return viewed_objects(response, "task", self.logger)
 
 
 def _created_in(window: Window) -> dict[str, str]:

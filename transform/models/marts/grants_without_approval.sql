@@ -6,74 +6,44 @@
 --   self_approved     granted, and every approval is by the grantee themself.
 -- A grant a policy granted with no approval step is not listed. The no_ticket rows are the
 -- grants_without_ticket model's (which also says whether the event opened access).
-with added as (
+with classified as (
     select
-        app_id,
-        app_entitlement_id,
-        app_user_id,
-        event_at,
-        ticket_id
-    from {{ ref('stg_grant_events') }}
-    where lifecycle_action = 'added'
-),
-
-evidence as (
-    select
-        added.*,
-        tasks.task_id,
-        tasks.task_type,
-        tasks.state as task_state,
-        tasks.outcome as task_outcome,
-        tasks.identity_user_id as grantee_user_id,
-        tasks.requested_by_user_id,
-        approvers.approver_count,
-        approvers.only_approver_user_id,
-        approvers.last_approved_by_user_id
-    from added
-    left join {{ ref('int_task_refs') }} as refs
-        on refs.ticket_ref = added.ticket_id
-    left join {{ ref('stg_tasks') }} as tasks
-        on tasks.task_id = refs.task_id
-    left join {{ ref('int_task_approvers') }} as approvers
-        on approvers.task_id = tasks.task_id
-),
-
-classified as (
-    select
-        evidence.*,
+        added.app_id,
+        added.app_entitlement_id,
+        added.app_user_id,
+        added.event_at,
+        added.ticket_id,
+        tickets.*,
         case
-            when ticket_id is null then 'no_ticket'
-            when task_id is null then 'ticket_not_found'
-            when coalesce(task_type, '') <> 'grant'
-                or coalesce(task_outcome, '') <> 'GRANT_OUTCOME_GRANTED' then 'not_granted'
-            when only_approver_user_id = grantee_user_id then 'self_approved'
+            when added.ticket_id is null then 'no_ticket'
+            when tickets.task_id is null then 'ticket_not_found'
+            when coalesce(tickets.task_type, '') <> 'grant'
+                or coalesce(tickets.task_outcome, '') <> 'GRANT_OUTCOME_GRANTED' then 'not_granted'
+            when tickets.only_approver_user_id = tickets.identity_user_id then 'self_approved'
         end as reason
-    from evidence
+    from {{ ref('stg_grant_events') }} as added
+    left join {{ ref('int_ticket_tasks') }} as tickets
+        on tickets.ticket_ref = added.ticket_id
+    where added.lifecycle_action = 'added'
 )
 
 select
-    named.app_id,
-    named.app_display_name,
-    named.app_entitlement_id,
-    named.app_entitlement_display_name,
-    named.app_user_id,
-    named.event_at as granted_at,
-    named.ticket_id,
-    named.reason,
-    named.task_id,
-    named.task_state,
-    named.task_outcome,
-    named.grantee_user_id,
-    grantees.display_name as grantee_name,
-    named.requested_by_user_id,
-    requesters.display_name as requested_by_name,
-    named.last_approved_by_user_id as approved_by_user_id,
-    approvers.display_name as approved_by_name
+    app_id,
+    app_display_name,
+    app_entitlement_id,
+    app_entitlement_display_name,
+    app_user_id,
+    event_at as granted_at,
+    ticket_id,
+    reason,
+    task_id,
+    task_state,
+    task_outcome,
+    identity_user_id as grantee_user_id,
+    identity_name as grantee_name,
+    requested_by_user_id,
+    requested_by_name,
+    last_approved_by_user_id as approved_by_user_id,
+    last_approved_by_name as approved_by_name
 from ({{ with_catalog_names('classified') }}) as named
-left join {{ ref('stg_users') }} as grantees
-    on grantees.user_id = named.grantee_user_id
-left join {{ ref('stg_users') }} as requesters
-    on requesters.user_id = named.requested_by_user_id
-left join {{ ref('stg_users') }} as approvers
-    on approvers.user_id = named.last_approved_by_user_id
-where named.reason is not null
+where reason is not null
