@@ -163,7 +163,8 @@ class TasksStream(AccessGovStream):
 
     def _earliest_created(self) -> int | None:
         """When the tenant's first task was created (one request, sorted by creation); None
-        when it has none. The windows of a first sync are cut from there."""
+        when it has none. The windows of a first sync are cut from there; the oldest is
+        unbounded below, so a service that ignored the order would still lose no task."""
         context = {"sortBy": "TASK_SEARCH_SORT_BY_CREATED_AT", "pageSize": 10}
         records = iter(self.request_records(context))
         try:
