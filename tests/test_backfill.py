@@ -10,6 +10,7 @@ import io
 import itertools
 import json
 import logging
+import math
 import random
 import signal
 import subprocess
@@ -26,10 +27,13 @@ from emulator import Dataset, Emulator
 from tap_accessgov.grant_feed_windows import (
     BY_DATE,
     SAMPLE_PIECES,
+    TARGET_PAGES,
+    WINDOWS_PER_WORKER,
     Backfill,
     Window,
     cut,
     date_order,
+    initial_windows,
     pieces,
 )
 from tap_accessgov.output import OutputClosedError
@@ -125,7 +129,7 @@ def test_skewed_feed_is_delivered_exactly_once_in_windows(
         skewed.dataset, after=config["start_date"]
     )
     windows = {(b.get("after"), b.get("before")) for b in backfilled.bodies}
-    assert len(windows) >= 32  # 4 windows per request in flight, and then the dense ones split
+    assert len(windows) >= 16  # 2 windows per request in flight, and then the dense ones split
 
 
 def test_dense_windows_are_split(skewed: Emulator, backfilled: Backfilled) -> None:
@@ -655,3 +659,110 @@ def test_a_start_date_years_before_the_data_is_not_cut_into_empty_windows(
     empty = [(a, b) for a, b in windows if b is not None and ns(b) <= first]
     assert len(windows) > 16
     assert len(empty) <= 12, f"{len(empty)} of {len(windows)} windows hold no event"
+
+
+def _event(n: int, instant: int) -> dict[str, t.Any]:
+    return {
+        "appId": "a",
+        "appEntitlementId": "e",
+        "appUserId": str(n),
+        "eventType": "X",
+        "date": from_ns(instant),
+    }
+
+
+def test_a_sample_in_no_date_order_cuts_the_first_windows_at_its_quantiles() -> None:
+    """The first page of the whole range, served in no date order, is a sample of its dates:
+    the first windows hold about equal shares of it (cut evenly, the last tenth that holds
+    70% of the events would be one or two windows of thousands of events). A sample in date
+    order covers one end of the range only: the windows are of equal width."""
+    ms = 1_000_000
+    rng = random.Random(7)
+    sample = [
+        rng.randrange(900 * ms, 1000 * ms) if rng.random() < 0.7 else rng.randrange(1000 * ms)
+        for _ in range(100)
+    ]
+    windows = initial_windows(-5 * ms, None, 0, 1000 * ms, 8, sample)
+    assert len(windows) == WINDOWS_PER_WORKER * 8
+    oldest_first = list(reversed(windows))
+    assert oldest_first[0].start == -5 * ms, "the oldest reaches down to start_date"
+    assert oldest_first[-1].end is None, "the newest is left open"
+    assert all(a.end == b.start for a, b in itertools.pairwise(oldest_first))
+    shares = [sum(1 for date in sample if window.contains(date)) for window in windows]
+    assert sum(shares) == len(sample)
+    assert max(shares) <= 2 * len(sample) // len(windows), shares
+    assert sum(1 for w in windows if w.start is not None and w.start >= 900 * ms) >= 8
+    in_order = initial_windows(-5 * ms, None, 0, 1000 * ms, 8, sorted(sample))
+    assert in_order == initial_windows(-5 * ms, None, 0, 1000 * ms, 8)
+
+
+@pytest.mark.parametrize("ascending", [True, False])
+def test_a_window_in_date_order_is_cut_ahead_of_the_reading_only(ascending: bool) -> None:
+    """Two pages read in date order from one end of a window: the rest lies ahead of the
+    reading, cut into pieces of about TARGET_PAGES; the part read, with the sliver behind it
+    (empty when sorted), is one piece, not two (each piece costs a request at least)."""
+    ms = 1_000_000
+    dates = [10 * ms + n * ms // 10 for n in range(200)]  # 10 per ms from 10 ms on
+    if not ascending:
+        dates = [1000 * ms - d for d in dates]
+    pages = [[_event(n, d) for n, d in enumerate(dates[:100])]]
+    pages.append([_event(n, d) for n, d in enumerate(dates[100:], 100)])
+    window = Window(0, 1000 * ms)
+    children = pieces(window, pages, None, 0, 1000 * ms)
+    assert children[0].start == 0
+    assert children[-1].end == 1000 * ms
+    assert all(a.end == b.start for a, b in itertools.pairwise(children))
+    read = children[0] if ascending else children[-1]
+    assert read.contains(min(dates))
+    assert read.contains(max(dates))
+    assert read.skip is not None
+    assert sum(read.skip.values()) == 200, "the part read, its events skipped"
+    ahead = [child for child in children if child is not read]
+    # 1000 ms at 10 events per ms: about 98 pages ahead, in pieces of about TARGET_PAGES
+    assert len(ahead) == math.ceil(98 / TARGET_PAGES), len(ahead)
+
+
+def test_an_unordered_window_is_split_sooner_when_requests_in_flight_go_unused() -> None:
+    """A window in no date order that goes on for twice the typical pages is split; once no
+    window waits (requests in flight would go unused: the run's tail), already at half as
+    long again."""
+    ms = 1_000_000
+    rng = random.Random(11)
+    pages = [[_event(100 * p + n, rng.randrange(1000 * ms)) for n in range(100)] for p in range(3)]
+    window = Window(0, 1000 * ms)
+    assert not pieces(window, pages, 2.0, 0, 1000 * ms, idle=0)
+    children = pieces(window, pages, 2.0, 0, 1000 * ms, idle=3)
+    assert len(children) == SAMPLE_PIECES
+    assert sum(sum(child.skip.values()) for child in children if child.skip) == 300
+
+
+def test_a_kill_at_70_percent_rereads_only_windows_in_flight_in_every_order(
+    ordered: Emulator,
+) -> None:
+    """A run cut off after 70% of its records (what the killed process wrote: its records
+    and the last STATE before the cut), then resumed from that STATE: every event delivered
+    twice lies in a window that was in flight (not complete in that STATE), and that is a
+    small part of the feed in every order, not the most of it one unsplit window held."""
+    config = feed_config(ordered)
+    full = sync(config)
+    expected = truth(ordered.dataset, after=config["start_date"])
+    cut_at, seen, state = int(0.7 * sum(expected.values())), 0, None
+    killed: list[dict[str, t.Any]] = []
+    for message in full.messages:
+        if message["type"] == "RECORD" and message["stream"] == "grant_feed":
+            killed.append(message["record"])
+            seen += 1
+            if seen == cut_at:
+                break
+        elif message["type"] == "STATE":
+            state = message["value"]
+    assert state is not None
+    completed = state["bookmarks"]["grant_feed"]["backfill"]["completed"]
+    resumed = sync(config, state=state)
+    first, second = delivered(killed), delivered(resumed.records["grant_feed"])
+    assert (first | second).keys() == expected.keys()
+    twice = first & second
+    assert not [key for key in twice if _in(completed, int(key[-1]))]
+    assert sum(twice.values()) <= sum(expected.values()) // 4, (
+        f"{sum(twice.values())} of {sum(expected.values())} read twice"
+    )
