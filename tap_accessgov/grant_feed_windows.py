@@ -53,7 +53,7 @@ Key = tuple[t.Any, ...]
 
 WINDOWS_PER_WORKER = 2
 # Narrowest window of the initial cut: a nightly incremental run (a day or less) is one or two
-# windows, not thirty-two mostly empty ones; a dense one is split like any other.
+# windows, not sixteen mostly empty ones; a dense one is split like any other.
 CUT_WIDTH = 12 * 3600 * 1_000_000_000  # ns
 TARGET_PAGES = 6  # pages of the pieces of a window read in date order (see ``pieces``)
 MIN_WIDTH = 1_000_000  # ns (1 ms): no window is cut narrower
