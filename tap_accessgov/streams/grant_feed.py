@@ -129,9 +129,7 @@ class GrantFeedStream(AccessGovStream):
         )
         reader = WindowReader(
             read=lambda window: self.request_records(_window_context(window)),
-            split=lambda window, delivered, typical, idle: pieces(
-                window, delivered, typical, low, high, idle
-            ),
+            split=lambda window, delivered, typical: pieces(window, delivered, typical, low, high),
             page_size=self.page_size,
             workers=pool,
             count=workers,

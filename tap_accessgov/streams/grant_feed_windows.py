@@ -52,17 +52,18 @@ if t.TYPE_CHECKING:
 Record = dict[str, t.Any]
 Key = tuple[t.Any, ...]
 
-WINDOWS_PER_WORKER = 2
+WINDOWS_PER_WORKER = 3  # windows of equal width per request in flight
+SAMPLE_WINDOWS_PER_WORKER = 6  # windows per request in flight of a cut at a sample's quantiles
 # Narrowest window of the initial cut: a nightly incremental run (a day or less) is one or two
 # windows, not sixteen mostly empty ones; a dense one is split like any other.
 CUT_WIDTH = 12 * 3600 * 1_000_000_000  # ns
-TARGET_PAGES = 6  # pages of the pieces of a window read in date order (see ``pieces``)
+TARGET_PAGES = 3  # pages of the pieces of a window read in date order (see ``pieces``)
 MIN_WIDTH = 1_000_000  # ns (1 ms): no window is cut narrower
 MAX_PIECES = 32
 SAMPLE_PIECES = 16  # pieces of a window whose pages are a sample of its dates
 SAMPLE_CUTS = 1  # sample cuts of a window and its pieces, at most
 BY_DATE = 0.5  # |rank correlation| from which a window's pages are taken as ordered by date
-SPLIT_WITHIN_PAGES = 32  # a window is split only in its first pages (the skip list stays short)
+SPLIT_WITHIN_PAGES = 8  # a window is split only in its first pages (the skip list stays short)
 BACKFILL = "backfill"  # the key of the window state inside the stream's state
 
 
@@ -112,12 +113,12 @@ def initial_windows(
 
     ``sample``: the dates of a full first page of the whole range. Served in no date order,
     it is a sample of the range's dates, and the range is cut at its quantiles into
-    ``WINDOWS_PER_WORKER x workers`` windows of about equal counts (each dense
+    ``SAMPLE_WINDOWS_PER_WORKER x workers`` windows of about equal counts (each dense
     stretch is cut from the start instead of after pages that its pieces read again). In
     date order it covers one end of the range only, and the windows are of equal width."""
     count = min(WINDOWS_PER_WORKER * workers, max(1, (high - low) // CUT_WIDTH))
     if sample is not None and len(sample) >= 3 and abs(date_order(sample)) < BY_DATE:
-        windows = _quantile_cut(start, end, sorted(sample), WINDOWS_PER_WORKER * workers)
+        windows = _quantile_cut(start, end, sorted(sample), SAMPLE_WINDOWS_PER_WORKER * workers)
     else:
         windows = cut(None if start is None or start < low else start, end, low, high, count)
     if start is not None and windows[0].start is None:  # the oldest reaches down to start
@@ -144,7 +145,6 @@ def pieces(
     typical: float | None,
     low: int,
     high: int,
-    idle: int = 0,
 ) -> list[Window]:
     """How to read the rest of ``window`` after its full pages ``delivered`` (in the order the
     service sent them): ``[]`` to go on paging, else the windows to read instead (each
@@ -165,10 +165,9 @@ def pieces(
     - **In no date order**: the pages are a sample of the window's dates, which says where
       its events are but not how many there are (a consistent order such as by id returns
       the same events first in every piece, so they cannot be counted either). A window
-      that goes on for twice the pages of the windows completed so far, or for half as
-      long again while requests in flight go unused (``idle``: no window waits, the run's
-      tail), is cut at the sample's quantiles into ``SAMPLE_PIECES`` pieces of about equal
-      counts; a piece of such a cut is not cut again.
+      that goes on for twice the pages of the windows completed so far is cut at the
+      sample's quantiles into ``SAMPLE_PIECES`` pieces of about equal counts; a piece of
+      such a cut is not cut again.
     """
     start = window.start if window.start is not None else low
     end = window.end if window.end is not None else max(high, start + 1)
@@ -197,11 +196,8 @@ def pieces(
         sampled = 0
     else:
         # Before a window completed, nothing says whether this one is large; after, one that
-        # goes on for twice the typical pages is, and one for half as long again as them
-        # while requests in flight stay unused (``idle``: no window waits) is the run's tail.
-        if window.sampled >= SAMPLE_CUTS or typical is None:
-            return []
-        if pages < max(2, (1.5 if idle else 2) * typical):
+        # goes on for twice the typical pages is.
+        if window.sampled >= SAMPLE_CUTS or typical is None or pages < 2 * typical:
             return []
         count = SAMPLE_PIECES
         dates.sort()
@@ -345,7 +341,7 @@ class WindowReader:
     def __init__(
         self,
         read: Callable[[Window], Iterable[Record]],
-        split: Callable[[Window, list[list[Record]], float | None, int], list[Window]],
+        split: Callable[[Window, list[list[Record]], float | None], list[Window]],
         page_size: int,
         workers: Workers,
         count: int,
@@ -360,8 +356,6 @@ class WindowReader:
         # Pages of the windows completed so far, on average (written by the main thread);
         # None until one completes.
         self.typical_pages: float | None = None
-        # Requests in flight left unused because no window waits (written by the main thread).
-        self.idle = 0
         self._completed_pages = self._completed = 0
 
     def records(
@@ -375,7 +369,6 @@ class WindowReader:
                 while waiting and running < self._count:
                     self._workers.submit(self._work, waiting.popleft())
                     running += 1
-                self.idle = self._count - running
                 kind, window, payload = self._pages.get()
                 if kind == "records":
                     pages[window] += 1
@@ -420,7 +413,7 @@ class WindowReader:
             self._send("records", window, page)
             if len(read) < SPLIT_WITHIN_PAGES:
                 read.append(page)
-                if children := self._split(window, read, self.typical_pages, self.idle):
+                if children := self._split(window, read, self.typical_pages):
                     if isinstance(records, t.Generator):
                         records.close()
                     self._send("split", window, children)
