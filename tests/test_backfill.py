@@ -601,6 +601,17 @@ def test_date_order_tells_sorted_pages_from_a_sample() -> None:
     assert date_order(jittered) > BY_DATE
 
 
+def _event(n: int, instant: int) -> dict[str, t.Any]:
+    """A grant event record with the fields ``key`` reads."""
+    return {
+        "appId": "a",
+        "appEntitlementId": "e",
+        "appUserId": str(n),
+        "eventType": "X",
+        "date": from_ns(instant),
+    }
+
+
 def test_a_sample_cut_gives_pieces_of_equal_counts_that_tile_the_window() -> None:
     ms = 1_000_000
     rng = random.Random(3)
@@ -610,18 +621,9 @@ def test_a_sample_cut_gives_pieces_of_equal_counts_that_tile_the_window() -> Non
         for _ in range(200)
     ]
 
-    def record(n: int, instant: int) -> dict[str, t.Any]:
-        return {
-            "appId": "a",
-            "appEntitlementId": "e",
-            "appUserId": str(n),
-            "eventType": "X",
-            "date": from_ns(instant),
-        }
-
     delivered_pages = [
-        [record(n, d) for n, d in enumerate(dates[:100])],
-        [record(n, d) for n, d in enumerate(dates[100:], 100)],
+        [_event(n, d) for n, d in enumerate(dates[:100])],
+        [_event(n, d) for n, d in enumerate(dates[100:], 100)],
     ]
     window = Window(0, 1000 * ms)
     children = pieces(window, delivered_pages, 1.0, 0, 1000 * ms)
@@ -660,16 +662,6 @@ def test_a_start_date_years_before_the_data_is_not_cut_into_empty_windows(
     empty = [(a, b) for a, b in windows if b is not None and ns(b) <= first]
     assert len(windows) > 16
     assert len(empty) <= 12, f"{len(empty)} of {len(windows)} windows hold no event"
-
-
-def _event(n: int, instant: int) -> dict[str, t.Any]:
-    return {
-        "appId": "a",
-        "appEntitlementId": "e",
-        "appUserId": str(n),
-        "eventType": "X",
-        "date": from_ns(instant),
-    }
 
 
 def test_a_sample_in_no_date_order_cuts_the_first_windows_at_its_quantiles() -> None:
