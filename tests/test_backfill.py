@@ -685,6 +685,10 @@ def test_a_sample_in_no_date_order_cuts_the_first_windows_at_its_quantiles() -> 
     assert sum(shares) == len(sample)
     assert max(shares) <= 2 * len(sample) // len(windows), shares
     assert sum(1 for w in windows if w.start is not None and w.start >= 900 * ms) >= 8
+    # Each holds a few pages: cut again at twice the typical pages, its pages would be read
+    # again by sixteen pieces (three times the requests of one query, measured, in no order).
+    pages = [[_event(100 * p + n, rng.randrange(1000 * ms)) for n in range(100)] for p in range(4)]
+    assert not pieces(windows[5], pages, 1.0, 0, 1000 * ms)
     in_order = initial_windows(-5 * ms, None, 0, 1000 * ms, 8, sorted(sample))
     assert in_order == initial_windows(-5 * ms, None, 0, 1000 * ms, 8)
 

@@ -122,13 +122,15 @@ def initial_windows(
     else:
         windows = cut(None if start is None or start < low else start, end, low, high, count)
     if start is not None and windows[0].start is None:  # the oldest reaches down to start
-        windows[0] = Window(start, windows[0].end)
+        windows[0] = dataclasses.replace(windows[0], start=start)
     return list(reversed(windows))
 
 
 def _quantile_cut(start: int | None, end: int | None, dates: list[int], count: int) -> list[Window]:
     """``[start, end)`` cut at the ``count``-quantiles of the sorted ``dates`` (the outer
-    windows keep unbounded sides unbounded): windows of about equal counts."""
+    windows keep unbounded sides unbounded): windows of about equal counts, each a piece of
+    a sample cut (``pieces`` does not cut them again: the few pages of each would be read
+    again by sixteen pieces)."""
     edges = sorted({dates[len(dates) * n // count] for n in range(1, count)})
     edges = [
         edge
@@ -136,7 +138,7 @@ def _quantile_cut(start: int | None, end: int | None, dates: list[int], count: i
         if (start is None or edge - start >= MIN_WIDTH) and (end is None or end - edge >= MIN_WIDTH)
     ]
     bounds = zip([start, *edges], [*edges, end], strict=True)
-    return [Window(a, b) for a, b in bounds]
+    return [Window(a, b, sampled=1) for a, b in bounds]
 
 
 def pieces(
