@@ -22,13 +22,16 @@ then, on the near-chronological feed with ``start_date`` at the data:
 5. the tap without latency, default settings versus ``max_concurrency`` 1 (today's single
    query), on a uniform feed: no regression when the service answers at once.
 
-``--backfill-orders`` and ``--backfill-starts`` run a subset of the table.
+``--backfill-orders`` and ``--backfill-starts`` run a subset of the table; ``--baseline REV``
+adds another revision's tap to the table (its ``tap_accessgov`` package first on PYTHONPATH),
+in the same rounds: before and after a change, side by side.
 """
 
 from __future__ import annotations
 
 import datetime
 import json
+import os
 import signal
 import statistics
 import subprocess
@@ -36,6 +39,7 @@ import time
 import typing as t
 
 import bench_runs as bench
+from ratios_benchmark import export_revision
 from support import TAP, EmulatorProcess, Warehouse, install_plugins
 
 if t.TYPE_CHECKING:
@@ -58,12 +62,12 @@ def _records_and_state(output: bytes) -> tuple[int, dict[str, t.Any] | None]:
 
 
 def _killed_then_resumed(
-    config: Path, catalog: Path, workdir: Path, kill_after: int
+    config: Path, catalog: Path, workdir: Path, kill_after: int, env: dict[str, str] | None
 ) -> tuple[int, int]:
     """Records delivered by a run killed with SIGKILL after ``kill_after`` records, and by
     the run resumed from the last STATE the killed one wrote."""
     command = bench.tap_command(config, catalog)
-    first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
     assert first.stdout is not None
     lines = []
     for line in first.stdout:
@@ -78,7 +82,9 @@ def _killed_then_resumed(
     delivered, state = _records_and_state(b"".join(lines))
     state_path = workdir / "killed-state.json"
     state_path.write_text(json.dumps(state or {}))
-    second = subprocess.run([*command, "--state", str(state_path)], capture_output=True, check=True)
+    second = subprocess.run(
+        [*command, "--state", str(state_path)], capture_output=True, check=True, env=env
+    )
     return delivered, _records_and_state(second.stdout)[0]
 
 
@@ -119,39 +125,53 @@ def backfill(args: argparse.Namespace, workdir: Path, report: t.Callable[[str], 
         )
         return emulators[name]
 
+    # This checkout's tap, and --baseline's (its tap_accessgov package first on PYTHONPATH)
+    taps: dict[str, dict[str, str] | None] = {"tap": None}
+    if args.baseline:
+        baseline = export_revision(args.baseline, workdir)
+        taps[args.baseline] = {**os.environ, "PYTHONPATH": str(baseline)}
     try:
         report(
             f"backfill: {events:,} events, 70% in the last tenth of 60 days, 100 ms per "
             f"request, pages of 100, {args.rounds} round(s) alternating; killed after 70% of "
             "the records and resumed"
         )
-        report(
-            "| feed order | start_date | sequential | tap | speed-up | tap requests "
-            "| read twice after a kill at 70% |"
-        )
-        report("|---|---|---|---|---|---|---|")
+        header = "| feed order | start_date | sequential |"
+        for name in taps:
+            header += f" {name} | speed-up | requests | read twice after a kill at 70% |"
+        report(header)
+        report("|---|---|---|" + "---|---|---|---|" * len(taps))
         catalog: Path | None = None
         for order in args.backfill_orders:
             emulator = start(order, *RECENT, "--feed-order", order)
             catalog = catalog or bench.catalog_for(emulator.config_path, "grant_feed", workdir)
             for when in args.backfill_starts:
                 config = start_config(emulator, workdir, when)
-                tap_times, raw_times, sent = [], [], []
+                raw_times: list[float] = []
+                tap_times: dict[str, list[float]] = {name: [] for name in taps}
+                sent: dict[str, list[int]] = {name: [] for name in taps}
                 for _ in range(args.rounds):
-                    emulator.control("reset-stats", {})
-                    tap_times.append(bench.run(bench.tap_command(config, catalog))[0])
-                    sent.append(feed_requests(emulator))
+                    for name, env in taps.items():
+                        emulator.control("reset-stats", {})
+                        tap_times[name].append(
+                            bench.run(bench.tap_command(config, catalog), env=env)[0]
+                        )
+                        sent[name].append(feed_requests(emulator))
                     raw_times.append(bench.run(bench.raw_loop(config))[0])
-                tap_s, raw_s = statistics.median(tap_times), statistics.median(raw_times)
-                delivered, resumed = _killed_then_resumed(
-                    config, catalog, workdir, events * 7 // 10
-                )
-                twice = delivered + resumed - events
-                report(
-                    f"| {order} | {START_NAMES[when]} | {raw_s:.2f} s | {tap_s:.2f} s "
-                    f"| **{raw_s / tap_s:.1f}x** | {statistics.median(sent):.0f} "
-                    f"| {twice:,} ({twice / events:.1%}) |"
-                )
+                raw_s = statistics.median(raw_times)
+                row = f"| {order} | {START_NAMES[when]} | {raw_s:.2f} s |"
+                for name, env in taps.items():
+                    tap_s = statistics.median(tap_times[name])
+                    delivered, resumed = _killed_then_resumed(
+                        config, catalog, workdir, events * 7 // 10, env
+                    )
+                    twice = delivered + resumed - events
+                    row += (
+                        f" {tap_s:.2f} s | **{raw_s / tap_s:.1f}x** "
+                        f"| {statistics.median(sent[name]):.0f} "
+                        f"| {twice:,} ({twice / events:.1%}) |"
+                    )
+                report(row)
 
         about = [bench.run([str(TAP), "--about"])[0] for _ in range(args.rounds)]
         report(

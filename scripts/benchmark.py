@@ -30,7 +30,8 @@ In one run, alternating the two sides of each comparison and reporting medians:
 7. a real tenant's backfill (``--only backfill``, scripts/backfill_benchmark.py): 20,000
    events at 100 ms per request, served in every order, with ``start_date`` at the data, two
    years before it and unset: the tap against a sequential raw loop and the re-read share
-   after a kill (``--backfill-orders``, ``--backfill-starts`` for a subset); then a
+   after a kill (``--backfill-orders``, ``--backfill-starts`` for a subset; ``--baseline REV``
+   adds another revision's tap to the same rounds); then a
    2-in-flight service, end to end against the sequential tap, and the tap without latency
    against its single query.
 8. the models at warehouse scale (``--only models``, scripts/model_benchmark.py): 100,000 and
@@ -495,7 +496,7 @@ def main() -> None:
     parser.add_argument(
         "--baseline",
         metavar="REV",
-        help="ratios: also run this git revision's tap in the same rounds (before/after)",
+        help="ratios, backfill: also run this git revision's tap in the same rounds (before/after)",
     )
     args = parser.parse_args()
     if unknown := set(args.only) - set(SECTIONS):

@@ -10,6 +10,7 @@ import io
 import itertools
 import json
 import logging
+import math
 import random
 import signal
 import subprocess
@@ -27,11 +28,15 @@ from tap_accessgov.output import OutputClosedError
 from tap_accessgov.request_budget import RequestBudget, SyncStopped
 from tap_accessgov.streams.grant_feed_windows import (
     BY_DATE,
+    MAX_PIECES,
     SAMPLE_PIECES,
+    SAMPLE_WINDOWS_PER_WORKER,
+    TARGET_PAGES,
     Backfill,
     Window,
     cut,
     date_order,
+    initial_windows,
     pieces,
 )
 from tap_accessgov.tap import TapAccessGov
@@ -125,7 +130,7 @@ def test_skewed_feed_is_delivered_exactly_once_in_windows(
         skewed.dataset, after=config["start_date"]
     )
     windows = {(b.get("after"), b.get("before")) for b in backfilled.bodies}
-    assert len(windows) >= 32  # 4 windows per request in flight, and then the dense ones split
+    assert len(windows) >= 16  # 2 windows per request in flight, and then the dense ones split
 
 
 def test_dense_windows_are_split(skewed: Emulator, backfilled: Backfilled) -> None:
@@ -596,6 +601,17 @@ def test_date_order_tells_sorted_pages_from_a_sample() -> None:
     assert date_order(jittered) > BY_DATE
 
 
+def _event(n: int, instant: int) -> dict[str, t.Any]:
+    """A grant event record with the fields ``key`` reads."""
+    return {
+        "appId": "a",
+        "appEntitlementId": "e",
+        "appUserId": str(n),
+        "eventType": "X",
+        "date": from_ns(instant),
+    }
+
+
 def test_a_sample_cut_gives_pieces_of_equal_counts_that_tile_the_window() -> None:
     ms = 1_000_000
     rng = random.Random(3)
@@ -605,18 +621,9 @@ def test_a_sample_cut_gives_pieces_of_equal_counts_that_tile_the_window() -> Non
         for _ in range(200)
     ]
 
-    def record(n: int, instant: int) -> dict[str, t.Any]:
-        return {
-            "appId": "a",
-            "appEntitlementId": "e",
-            "appUserId": str(n),
-            "eventType": "X",
-            "date": from_ns(instant),
-        }
-
     delivered_pages = [
-        [record(n, d) for n, d in enumerate(dates[:100])],
-        [record(n, d) for n, d in enumerate(dates[100:], 100)],
+        [_event(n, d) for n, d in enumerate(dates[:100])],
+        [_event(n, d) for n, d in enumerate(dates[100:], 100)],
     ]
     window = Window(0, 1000 * ms)
     children = pieces(window, delivered_pages, 1.0, 0, 1000 * ms)
@@ -655,3 +662,90 @@ def test_a_start_date_years_before_the_data_is_not_cut_into_empty_windows(
     empty = [(a, b) for a, b in windows if b is not None and ns(b) <= first]
     assert len(windows) > 16
     assert len(empty) <= 12, f"{len(empty)} of {len(windows)} windows hold no event"
+
+
+def test_a_sample_in_no_date_order_cuts_the_first_windows_at_its_quantiles() -> None:
+    """The first page of the whole range, served in no date order, is a sample of its dates:
+    the first windows hold about equal shares of it (cut evenly, the last tenth that holds
+    70% of the events would be one or two windows of thousands of events). A sample in date
+    order covers one end of the range only: the windows are of equal width."""
+    ms = 1_000_000
+    rng = random.Random(7)
+    sample = [
+        rng.randrange(900 * ms, 1000 * ms) if rng.random() < 0.7 else rng.randrange(1000 * ms)
+        for _ in range(100)
+    ]
+    windows = initial_windows(-5 * ms, None, 0, 1000 * ms, 8, sample)
+    assert len(windows) == SAMPLE_WINDOWS_PER_WORKER * 8
+    oldest_first = list(reversed(windows))
+    assert oldest_first[0].start == -5 * ms, "the oldest reaches down to start_date"
+    assert oldest_first[-1].end is None, "the newest is left open"
+    assert all(a.end == b.start for a, b in itertools.pairwise(oldest_first))
+    shares = [sum(1 for date in sample if window.contains(date)) for window in windows]
+    assert sum(shares) == len(sample)
+    assert max(shares) <= 2 * len(sample) // len(windows), shares
+    assert sum(1 for w in windows if w.start is not None and w.start >= 900 * ms) >= 8
+    # Each holds a few pages: cut again at twice the typical pages, its pages would be read
+    # again by sixteen pieces (three times the requests of one query, measured, in no order).
+    pages = [[_event(100 * p + n, rng.randrange(1000 * ms)) for n in range(100)] for p in range(4)]
+    assert not pieces(windows[5], pages, 1.0, 0, 1000 * ms)
+    in_order = initial_windows(-5 * ms, None, 0, 1000 * ms, 8, sorted(sample))
+    assert in_order == initial_windows(-5 * ms, None, 0, 1000 * ms, 8)
+
+
+@pytest.mark.parametrize("ascending", [True, False])
+def test_a_window_in_date_order_is_cut_ahead_of_the_reading_only(ascending: bool) -> None:
+    """Two pages read in date order from one end of a window: the rest lies ahead of the
+    reading, cut into pieces of about TARGET_PAGES; the part read, with the sliver behind it
+    (empty when sorted), is one piece, not two (each piece costs a request at least)."""
+    ms = 1_000_000
+    dates = [10 * ms + n * ms // 10 for n in range(200)]  # 10 per ms from 10 ms on
+    if not ascending:
+        dates = [1000 * ms - d for d in dates]
+    pages = [[_event(n, d) for n, d in enumerate(dates[:100])]]
+    pages.append([_event(n, d) for n, d in enumerate(dates[100:], 100)])
+    window = Window(0, 1000 * ms)
+    children = pieces(window, pages, None, 0, 1000 * ms)
+    assert children[0].start == 0
+    assert children[-1].end == 1000 * ms
+    assert all(a.end == b.start for a, b in itertools.pairwise(children))
+    read = children[0] if ascending else children[-1]
+    assert read.contains(min(dates))
+    assert read.contains(max(dates))
+    assert read.skip is not None
+    assert sum(read.skip.values()) == 200, "the part read, its events skipped"
+    ahead = [child for child in children if child is not read]
+    # 1000 ms at 10 events per ms: about 98 pages ahead, in pieces of about TARGET_PAGES
+    assert len(ahead) == min(math.ceil(98 / TARGET_PAGES), MAX_PIECES), len(ahead)
+
+
+def test_a_kill_at_70_percent_rereads_only_windows_in_flight_in_every_order(
+    ordered: Emulator,
+) -> None:
+    """A run cut off after 70% of its records (what the killed process wrote: its records
+    and the last STATE before the cut), then resumed from that STATE: every event delivered
+    twice lies in a window that was in flight (not complete in that STATE), and that is a
+    small part of the feed in every order, not the most of it one unsplit window held."""
+    config = feed_config(ordered)
+    full = sync(config)
+    expected = truth(ordered.dataset, after=config["start_date"])
+    cut_at, seen, state = int(0.7 * sum(expected.values())), 0, None
+    killed: list[dict[str, t.Any]] = []
+    for message in full.messages:
+        if message["type"] == "RECORD" and message["stream"] == "grant_feed":
+            killed.append(message["record"])
+            seen += 1
+            if seen == cut_at:
+                break
+        elif message["type"] == "STATE":
+            state = message["value"]
+    assert state is not None
+    completed = state["bookmarks"]["grant_feed"]["backfill"]["completed"]
+    resumed = sync(config, state=state)
+    first, second = delivered(killed), delivered(resumed.records["grant_feed"])
+    assert (first | second).keys() == expected.keys()
+    twice = first & second
+    assert not [key for key in twice if _in(completed, int(key[-1]))]
+    assert sum(twice.values()) <= sum(expected.values()) // 4, (
+        f"{sum(twice.values())} of {sum(expected.values())} read twice"
+    )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import datetime
+import itertools
 import re
 import typing as t
 
@@ -103,10 +104,10 @@ class GrantFeedStream(AccessGovStream):
         try:
             # After a bookmark the events go on from there: probes only for a first sync.
             bookmarked = self.stream_state.get("replication_key_value") is not None
-            low = (
-                lower_ns
+            low, sample = (
+                (lower_ns, None)
                 if bookmarked and lower_ns is not None
-                else self._earliest_event(lower_ns, high, pool)
+                else self._where_events_are(lower_ns, upper_ns, high, pool, workers)
             )
         except BaseException:
             pool.close()
@@ -123,7 +124,9 @@ class GrantFeedStream(AccessGovStream):
                 "state are not read again",
                 len(backfill.completed),
             )
-        windows = backfill.remaining(initial_windows(lower_ns, upper_ns, low, high, workers))
+        windows = backfill.remaining(
+            initial_windows(lower_ns, upper_ns, low, high, workers, sample)
+        )
         reader = WindowReader(
             read=lambda window: self.request_records(_window_context(window)),
             split=lambda window, delivered, typical: pieces(window, delivered, typical, low, high),
@@ -146,26 +149,41 @@ class GrantFeedStream(AccessGovStream):
             )
         state.pop(BACKFILL, None)
 
-    def _earliest_event(self, after: int | None, before: int, workers: Workers) -> int:
-        """Where the events of ``[after, before)`` begin (``after`` None: no bookmark and no
-        start_date), so the windows are cut where the data is, not over years before it. One
-        round of small requests at once: is there an event in ``[after, instant)`` for each
-        instant ``PROBE_DAYS`` back from ``before``? The first instant with none before it is
-        where the windows are cut from (the earliest event lies within a quarter of the
-        distance from there to ``before``); the probe read that there is nothing before it.
-        The windows still tile the whole range (the oldest one reaches down to ``after``, or
-        has no ``after`` at all), so an event the service adds meanwhile is not lost."""
+    def _where_events_are(
+        self, after: int | None, upper: int | None, before: int, workers: Workers, slots: int
+    ) -> tuple[int, list[int] | None]:
+        """Where the events of the run's range begin (``after`` None: no bookmark and no
+        start_date), so the windows are cut where the data is, not over years before it, and
+        a sample of their dates. One round of requests at once:
+
+        - probes (pages of 10): is there an event in ``[after, instant)`` for each instant
+          ``PROBE_DAYS`` back from ``before`` (as many as there are requests in flight but
+          one)? The first instant with none before it is where the windows are cut from (the
+          earliest event lies within a quarter of the distance from there to ``before``).
+          The windows still tile the whole range (the oldest one reaches down to ``after``,
+          or has no ``after`` at all), so an event the service adds meanwhile is not lost;
+        - the first page of the whole range ``[after, upper)`` (a full page, not delivered):
+          served in no date order, a sample of the range's dates, which ``initial_windows``
+          cuts at; in date order, one end of the range, which it ignores.
+
+        Returns where to cut from, and the sample's dates (None unless the page was full)."""
         lowest = 0 if after is None else after
         instants = [before - days * _DAY for days in PROBE_DAYS if before - days * _DAY > lowest]
-        if not instants:
-            return lowest
+        instants = instants[: max(slots - 1, 1)]
+        sample_context = {
+            "after": None if after is None else from_ns(after),
+            "before": None if upper is None else from_ns(upper),
+        }
+        sampling = workers.submit(self._first_page, sample_context)
         probes = [workers.submit(self._any_event_between, after, instant) for instant in instants]
         # The first failure ends the round (the caller closes the workers: waits end at once).
-        concurrent.futures.wait(probes, return_when=concurrent.futures.FIRST_EXCEPTION)
-        found = [probe.result() for probe in probes if probe.done() and not probe.exception()]
-        for probe in probes:
-            if probe.done() and (failure := probe.exception()) is not None:
+        round_: list[concurrent.futures.Future[t.Any]] = [sampling, *probes]
+        concurrent.futures.wait(round_, return_when=concurrent.futures.FIRST_EXCEPTION)
+        for future in round_:
+            if future.done() and (failure := future.exception()) is not None:
                 raise failure
+        found = [probe.result() for probe in probes]
+        page = sampling.result()
         low = next(
             (
                 instant
@@ -179,9 +197,19 @@ class GrantFeedStream(AccessGovStream):
             "are cut from there",
             "the start" if after is None else from_ns(after),
             from_ns(low),
-            len(instants),
+            len(instants) + 1,
         )
-        return low
+        full = len(page) >= self.page_size
+        return low, [to_ns(record["date"]) for record in page] if full else None
+
+    def _first_page(self, context: dict[str, t.Any]) -> list[dict[str, t.Any]]:
+        """The records of the first page of a query (at most ``page_size``)."""
+        records = iter(self.request_records(context))
+        try:
+            return list(itertools.islice(records, self.page_size))
+        finally:
+            if isinstance(records, t.Generator):
+                records.close()
 
     def _any_event_between(self, after: int | None, before: int) -> bool:
         context = {"after": None if after is None else from_ns(after), "before": from_ns(before)}

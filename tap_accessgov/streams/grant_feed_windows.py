@@ -7,19 +7,22 @@ query), so the run needs more windows than workers at all times:
 
 - **Cut**: the range (lower: bookmark or ``start_date``, or where the earliest event is, found
   by one round of small probes at once; upper: ``end_date``, or the sync's start with the
-  last window left open) is cut into ``4 x max_concurrency`` windows of equal width (fewer
-  for a short range: none narrower than twelve hours). Windows newest first: the dense
-  recent ones are found early, the sparse past fills the end.
+  last window left open) is cut into ``2 x max_concurrency`` windows (fewer for a short
+  range: none narrower than twelve hours). The same round reads the first page of the whole
+  range: served in no date order, it is a sample of the range's dates, and the windows are
+  cut at its quantiles (about equal counts); in date order, of equal width. Windows newest
+  first: the dense recent ones are found early, the sparse past fills the end.
 - **Split**: real data is skewed (one busy week can hold half the year) and the service does
   not say in which order it returns a window, so a window is measured on its first full
   pages (from the second on), and their own order says how (``pieces``): pages in date
   order (ascending, descending or nearly) cover a run of the window's dates, and the
-  density of the last one, over what is left unread, estimates the rest; pages in no date
-  order are a sample of the window's dates, and their quantiles say where to cut it into
-  pieces of equal counts. A large window is cut into pieces read in its place; the pages
-  read are delivered as read, and the pieces skip exactly those events when they meet them
-  again (a multiset of the primary keys of at most ``SPLIT_WITHIN_PAGES`` pages). Whatever
-  the estimate says, the pieces tile the window, so it only decides speed.
+  density of the last one, over what is left ahead of the reading, estimates the rest;
+  pages in no date order are a sample of the window's dates, and their quantiles say where
+  to cut it into pieces of equal counts. A large window is cut into pieces read in its
+  place; the pages read are delivered as read, and the pieces skip exactly those events
+  when they meet them again (a multiset of the primary keys of at most
+  ``SPLIT_WITHIN_PAGES`` pages). Whatever the estimate says, the pieces tile the window, so
+  it only decides speed.
 - **Resume**: a STATE is written as each window completes, with the completed windows beside
   the bookmark (``backfill``, see ``Backfill``); a rerun from it reads only what was not
   complete. The final STATE of a completed sync is the plain bookmark.
@@ -49,12 +52,12 @@ if t.TYPE_CHECKING:
 Record = dict[str, t.Any]
 Key = tuple[t.Any, ...]
 
-WINDOWS_PER_WORKER = 4
+WINDOWS_PER_WORKER = 3  # windows of equal width per request in flight
+SAMPLE_WINDOWS_PER_WORKER = 6  # windows per request in flight of a cut at a sample's quantiles
 # Narrowest window of the initial cut: a nightly incremental run (a day or less) is one or two
-# windows, not thirty-two mostly empty ones; a dense one is split like any other.
+# windows, not sixteen mostly empty ones; a dense one is split like any other.
 CUT_WIDTH = 12 * 3600 * 1_000_000_000  # ns
-TARGET_PAGES = 6  # pages of the pieces of a window read in date order (see ``pieces``)
-MIN_PAGES = 3  # ... at least, when the windows completed so far were smaller
+TARGET_PAGES = 3  # pages of the pieces of a window read in date order (see ``pieces``)
 MIN_WIDTH = 1_000_000  # ns (1 ms): no window is cut narrower
 MAX_PIECES = 32
 SAMPLE_PIECES = 16  # pieces of a window whose pages are a sample of its dates
@@ -96,17 +99,46 @@ def cut(start: int | None, end: int | None, low: int, high: int, count: int) -> 
 
 
 def initial_windows(
-    start: int | None, end: int | None, low: int, high: int, workers: int
+    start: int | None,
+    end: int | None,
+    low: int,
+    high: int,
+    workers: int,
+    sample: list[int] | None = None,
 ) -> list[Window]:
     """The run's range ``[start, end)`` cut for ``workers`` requests in flight over ``[low,
     high)``, where its events are (the oldest window reaches down to ``start``), newest first
     (most events are recent: the dense windows are found early, the sparse past fills the end
-    of the run)."""
+    of the run).
+
+    ``sample``: the dates of a full first page of the whole range. Served in no date order,
+    it is a sample of the range's dates, and the range is cut at its quantiles into
+    ``SAMPLE_WINDOWS_PER_WORKER x workers`` windows of about equal counts (each dense
+    stretch is cut from the start instead of after pages that its pieces read again). In
+    date order it covers one end of the range only, and the windows are of equal width."""
     count = min(WINDOWS_PER_WORKER * workers, max(1, (high - low) // CUT_WIDTH))
-    windows = cut(None if start is None or start < low else start, end, low, high, count)
+    if sample is not None and len(sample) >= 3 and abs(date_order(sample)) < BY_DATE:
+        windows = _quantile_cut(start, end, sorted(sample), SAMPLE_WINDOWS_PER_WORKER * workers)
+    else:
+        windows = cut(None if start is None or start < low else start, end, low, high, count)
     if start is not None and windows[0].start is None:  # the oldest reaches down to start
-        windows[0] = Window(start, windows[0].end)
+        windows[0] = dataclasses.replace(windows[0], start=start)
     return list(reversed(windows))
+
+
+def _quantile_cut(start: int | None, end: int | None, dates: list[int], count: int) -> list[Window]:
+    """``[start, end)`` cut at the ``count``-quantiles of the sorted ``dates`` (the outer
+    windows keep unbounded sides unbounded): windows of about equal counts, each a piece of
+    a sample cut (``pieces`` does not cut them again: the few pages of each would be read
+    again by sixteen pieces)."""
+    edges = sorted({dates[len(dates) * n // count] for n in range(1, count)})
+    edges = [
+        edge
+        for edge in edges
+        if (start is None or edge - start >= MIN_WIDTH) and (end is None or end - edge >= MIN_WIDTH)
+    ]
+    bounds = zip([start, *edges], [*edges, end], strict=True)
+    return [Window(a, b, sampled=1) for a, b in bounds]
 
 
 def pieces(
@@ -123,14 +155,15 @@ def pieces(
     The pages say which order the service uses (``date_order``):
 
     - **By date** (ascending, descending or nearly): the pages cover a run of the window's
-      dates, and the rest is unread on one side or both. The density of the last page (where
-      the reading is now: an ascending feed may grow denser as it goes) over the width left
-      unread estimates the pages left; when they are more than twice a piece's size, the
-      unread part is cut into pieces of about ``TARGET_PAGES`` (fewer when the windows
-      completed so far were smaller, at least ``MIN_PAGES``) and the part read becomes one
-      piece (its events skipped). Splitting costs requests (each piece ends on a part page,
-      the pages read are read again), which pay only when the window would otherwise run
-      long after the others; a piece that proves dense is split in turn.
+      dates from one end, and the rest lies ahead of the reading. The density of the last
+      page (where the reading is now: an ascending feed may grow denser as it goes) over
+      the width ahead estimates the pages left; when they are more than twice
+      ``TARGET_PAGES``, the part ahead is cut into pieces of about ``TARGET_PAGES``, and the
+      part read, with the sliver behind it (the stragglers of a nearly sorted feed, none
+      when sorted), becomes one piece (its events skipped). Splitting costs requests (each
+      piece ends on a part page, the pages read are read again), which pay only when the
+      window would otherwise run long after the others; a piece that proves dense is split
+      in turn.
     - **In no date order**: the pages are a sample of the window's dates, which says where
       its events are but not how many there are (a consistent order such as by id returns
       the same events first in every piece, so they cannot be counted either). A window
@@ -140,30 +173,25 @@ def pieces(
     """
     start = window.start if window.start is not None else low
     end = window.end if window.end is not None else max(high, start + 1)
-    width = end - start
     pages = len(delivered)
     if pages < 2:
         return []  # one full page may be all there is (a nightly run's 120 events)
     dates = [to_ns(record["date"]) for page in delivered for record in page]
-    if abs(date_order(dates)) >= BY_DATE:
+    if abs(order := date_order(dates)) >= BY_DATE:
         low_read, high_read = min(dates), max(dates) + 1
-        # The density where the reading is now (the last page), over what is left unread.
+        # The unread side ahead of the reading holds the rest; the side behind it holds at
+        # most the stragglers of a nearly sorted feed (none when sorted) and joins the part
+        # read, as does a side ahead narrower than a page.
         last = [to_ns(record["date"]) for record in delivered[-1]]
-        unread = width - (high_read - low_read)
-        left = unread // max(max(last) - min(last), 1)
-        # Pieces of TARGET_PAGES, fewer pages when the windows completed so far were smaller.
-        size = TARGET_PAGES if typical is None else min(TARGET_PAGES, max(typical, MIN_PAGES))
-        if left <= 2 * size:
+        per_page = max(max(last) - min(last), 1)  # ns: the density where the reading is now
+        ahead = end - high_read if order > 0 else low_read - start
+        if ahead // per_page <= 2 * TARGET_PAGES:
             return []
-        count = min(math.ceil(left / size), MAX_PIECES)
-        before = max(1, round(count * (low_read - start) / unread)) if low_read > start else 0
-        after = max(1, count - before) if high_read < end else 0
-        edges = [
-            *(start + (low_read - start) * n // before for n in range(1, before)),
-            *([low_read] if before else []),
-            *([high_read] if after else []),
-            *(high_read + (end - high_read) * n // after for n in range(1, after)),
-        ]
+        count = min(math.ceil(ahead / per_page / TARGET_PAGES), MAX_PIECES)
+        if order > 0:
+            edges = [high_read + ahead * n // count for n in range(count)]
+        else:
+            edges = [start + ahead * n // count for n in range(1, count + 1)]
         edges = sorted({edge for edge in edges if start < edge < end})
         bounds = zip([window.start, *edges], [*edges, window.end], strict=True)
         children = [Window(a, b) for a, b in bounds]
