@@ -1,6 +1,6 @@
 """Automation exclusions (one partition per app entitlement, configured or found through the
-catalog) and the users found in them: the service sends each excluded user whole inside its
-exclusion entries, and has no users endpoint to read them from.
+catalog), the users found in them (the service sends each excluded user whole inside its
+exclusion entries), and ``users``: the directory plus those users.
 
 Why the users are collected here, and not handed to a child stream: a child stream would
 receive them through SDK contexts, and the SDK writes contexts into its log lines, its state
@@ -19,21 +19,23 @@ from __future__ import annotations
 
 import typing as t
 
+from singer_sdk.exceptions import FatalAPIError
 from singer_sdk.helpers.conform import TypeConformanceLevel
 from typing_extensions import override
 
 from tap_accessgov import schemas
-from tap_accessgov.client import TapStream
-from tap_accessgov.paging import RepeatedPageTokenError
+from tap_accessgov.catalog import QueryPaging
+from tap_accessgov.client import AccessGovStream
+from tap_accessgov.paging import RepeatedPageTokenError, page_body
 from tap_accessgov.prefetch import ConcurrentPartitionsStream
 
 if t.TYPE_CHECKING:
+    import requests
     from singer_sdk import Tap
     from singer_sdk.helpers.types import Context
 
     from tap_accessgov.catalog import AppEntitlementsStream
     from tap_accessgov.client import ApiConnection
-    from tap_accessgov.request_budget import RequestBudget
 
 Entry = dict[str, t.Any]  # an exclusion entry as the service sends it, the user inside
 User = dict[str, t.Any]
@@ -205,27 +207,29 @@ def partition_key(context: Context | dict[str, t.Any]) -> PartitionKey:
     return (context["appId"], context["appEntitlementId"])
 
 
-class UsersStream(TapStream):
-    """Users found in automation exclusions, one record per user id per run.
+class UsersStream(QueryPaging, AccessGovStream):
+    """The directory (``GET /api/v1/users``), then the users of the automation exclusions it
+    did not list: one record per user id per run.
 
-    A top-level stream synced after ``automation_exclusions``: it emits the users that stream
-    collected, and reads the exclusion pages not yet read in this run itself (all of them when
+    The users of the exclusion entries are a subset of the directory on the service, but the
+    design promises them whatever the directory lists (a user deleted since, a key that may
+    not read the directory: ``read_directory: false`` keeps ``users`` to them). A top-level
+    stream synced after ``automation_exclusions``: it emits the users that stream collected,
+    and reads the exclusion pages not yet read in this run itself (all of them when
     ``automation_exclusions`` is not selected), through that stream's own request loop. See
     the module's docstring for why no user object travels in an SDK context.
     """
 
     name = "users"
+    path = "/api/v1/users"
     primary_keys = ("id",)
     schema = schemas.USER
 
-    def __init__(self, tap: Tap, *, exclusions: AutomationExclusionsStream) -> None:
-        super().__init__(tap)
+    def __init__(
+        self, tap: Tap, *, connection: ApiConnection, exclusions: AutomationExclusionsStream
+    ) -> None:
+        super().__init__(tap, connection=connection)
         self.exclusions = exclusions
-
-    @property
-    @override
-    def request_budget(self) -> RequestBudget:
-        return self.exclusions.request_budget
 
     @override
     def stop_workers(self) -> None:
@@ -233,8 +237,41 @@ class UsersStream(TapStream):
         self.exclusions.stop_workers()
 
     @override
+    def validate_response(self, response: requests.Response) -> None:
+        """A key limited to roles that exclude the directory answers 403: one line naming
+        the setting that does without it."""
+        if response.status_code == 403:
+            msg = (
+                f"{self.response_error_message(response)}. The API key may not read the "
+                "directory: give it a role that may list users, or set read_directory: false "
+                "to keep users to the users of the automation exclusions."
+            )
+            raise FatalAPIError(msg)
+        super().validate_response(response)
+
+    @override
+    def parse_response(self, response: requests.Response) -> t.Iterable[dict[str, t.Any]]:
+        """The ``user`` of each UserView; one without an id is skipped, with a warning."""
+        for view in page_body(response).get("list") or []:
+            user = (view or {}).get("user") or {}
+            if user.get("id"):
+                yield user
+            else:
+                self.logger.warning("Skipping a user without an id (%s)", response.request.path_url)
+
+    @override
     def get_records(self, context: Context | None) -> t.Iterable[dict[str, t.Any]]:
-        return self.dry_run_limit.apply(self._excluded_users())
+        return self.dry_run_limit.apply(self._users())
+
+    def _users(self) -> t.Iterator[dict[str, t.Any]]:
+        listed: set[str] = set()
+        if self.config["read_directory"]:
+            for user in self.request_records(None):
+                listed.add(user["id"])
+                yield user
+        for user in self._excluded_users():
+            if user["id"] not in listed:
+                yield user
 
     def _excluded_users(self) -> t.Iterator[dict[str, t.Any]]:
         exclusions = self.exclusions

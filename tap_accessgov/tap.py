@@ -41,6 +41,7 @@ from singer_sdk.tap_base import CliTestOptionValue
 from typing_extensions import override
 
 from tap_accessgov import cli, settings
+from tap_accessgov.app_users import AppUsersStream
 from tap_accessgov.auth import (
     AccessGovAuthenticator,
     ClientId,
@@ -50,6 +51,7 @@ from tap_accessgov.auth import (
 from tap_accessgov.catalog import AppEntitlementsStream, AppsStream
 from tap_accessgov.exclusions import AutomationExclusionsStream, UsersStream
 from tap_accessgov.grant_feed import GrantFeedStream
+from tap_accessgov.grants import GrantsStream
 from tap_accessgov.output import OutputWriter
 from tap_accessgov.request_budget import RequestBudget
 from tap_accessgov.snapshots import FullTableSnapshotsStream, SnapshotStream
@@ -59,7 +61,8 @@ if t.TYPE_CHECKING:
 
 
 class TapAccessGov(Tap):
-    """Singer tap for the access-governance service: grant feed, catalog, automation exclusions."""
+    """Singer tap for the access-governance service: grant feed, catalog, automation exclusions,
+    the directory, accounts and the grants held now."""
 
     name = "tap-accessgov"
     config_jsonschema = settings.CONFIG_SCHEMA
@@ -225,7 +228,9 @@ class TapAccessGov(Tap):
             apps,
             app_entitlements,
             exclusions,
-            UsersStream(self, exclusions=exclusions),
+            UsersStream(self, connection=self, exclusions=exclusions),
+            AppUsersStream(self, connection=self, apps=apps),
+            GrantsStream(self, connection=self, apps=apps),
         ]
         return [
             *streams,
@@ -240,6 +245,8 @@ STREAM_TYPES: tuple[type[Stream], ...] = (
     AppEntitlementsStream,
     AutomationExclusionsStream,
     UsersStream,
+    AppUsersStream,
+    GrantsStream,
 )
 
 

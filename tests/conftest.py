@@ -89,7 +89,15 @@ def default_dataset(events: int) -> Dataset:
 
 
 # Every stream of the tap, in sync order.
-STREAMS = ("grant_feed", "apps", "app_entitlements", "automation_exclusions", "users")
+STREAMS = (
+    "grant_feed",
+    "apps",
+    "app_entitlements",
+    "automation_exclusions",
+    "users",
+    "app_users",
+    "grants",
+)
 
 _shared: Emulator | None = None
 
