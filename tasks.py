@@ -4,7 +4,7 @@
     python3 tasks.py demo   # start the emulator, extract all streams from it, show a summary
     python3 tasks.py test   # lint, type-check and run the whole test suite (in CI, CI=true:
                             # then the end-to-end group again, on the tests' own PostgreSQL)
-    python3 tasks.py benchmark  # the side-by-side performance figures of the README
+    python3 tasks.py benchmark  # the side-by-side performance figures of docs/performance.md
 
 Each creates ``.venv`` and installs the project into it first (only when pyproject.toml or
 the lock file changed since the last install), so nothing else needs to be set up by hand.
@@ -113,9 +113,9 @@ def test(extra: list[str]) -> None:
     """Lint, type-check, the whole suite; in CI also the end-to-end group a second time.
 
     The end-to-end tests use the PostgreSQL that answers at ACCESSGOV_TEST_POSTGRES_URL (or
-    the PG* variables, default 127.0.0.1:5432), else a throwaway server of their own (README,
-    Development). CI (CI=true) runs both: the suite as configured (the machine's server there),
-    then the e2e group with both pointed at a port nothing listens on, as on a fresh machine.
+    the PG* variables, default 127.0.0.1:5432), else a throwaway server of their own
+    (docs/development.md). CI (CI=true) runs both: the suite as configured (the machine's
+    server there), then the e2e group with both pointed at a port nothing listens on, as on a fresh machine.
     """
     run(BIN / "ruff", "check", ".")
     run(BIN / "ruff", "format", "--check", ".")

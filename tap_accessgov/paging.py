@@ -2,7 +2,8 @@
 ``nextPageToken`` is followed until it is empty or absent, and a token seen twice is refused
 (a cycling server must not loop us forever).
 
-Every endpoint pages the same way and answers protobuf-JSON, so this is shared by all streams.
+Every endpoint pages the same way and answers protobuf-JSON, so this is shared by all streams;
+the GET lists say it in the query string (``QueryPaging``), the feed in its body.
 """
 
 from __future__ import annotations
@@ -97,3 +98,20 @@ class NextPageTokenPaginator(BaseAPIPaginator[str | None]):
     @override
     def continue_if_empty(self, response: requests.Response) -> bool:
         return bool(page_body(response).get("nextPageToken"))
+
+
+class QueryPaging:
+    """``page_size`` and, after the first page, ``page_token`` in the query string: how the
+    service's GET lists page. An operation that declares no paging parameters (the automation
+    exclusions: ``declares_paging = False``) gets none on its first request, and both when
+    the service still answers with a ``nextPageToken``."""
+
+    page_size: int
+    declares_paging = True
+
+    def get_url_params(
+        self, context: t.Mapping[str, t.Any] | None, next_page_token: str | None
+    ) -> dict[str, t.Any]:
+        if not next_page_token:
+            return {"page_size": self.page_size} if self.declares_paging else {}
+        return {"page_size": self.page_size, "page_token": next_page_token}

@@ -271,3 +271,30 @@ GRANT = th.PropertiesList(
     ),
     th.Property("originatingTicketId", STRING, description="The task that made it, if any."),
 ).to_dict()
+
+# Every record of a full-table stream carries the run's snapshot (streams/snapshots.py).
+SNAPSHOT_AT = "snapshotAt"
+SNAPSHOT_AT_PROPERTY = th.Property(
+    SNAPSHOT_AT,
+    th.DateTimeType,
+    required=True,
+    description=(
+        "When the run that read this row started (UTC): the snapshot it belongs to. Complete "
+        "snapshots are listed in full_table_snapshots."
+    ),
+)
+
+FULL_TABLE_SNAPSHOT = th.PropertiesList(
+    th.Property("stream", th.StringType, required=True, description="The full-table stream."),
+    th.Property(
+        SNAPSHOT_AT,
+        th.DateTimeType,
+        required=True,
+        description="The snapshot: the snapshotAt of that stream's rows in this run.",
+    ),
+    th.Property(
+        "completedAt",
+        th.DateTimeType,
+        description="When the tap had written every row of the snapshot (UTC).",
+    ),
+).to_dict()

@@ -10,8 +10,8 @@ Where the tap bends singer-sdk (0.54, and 0.55's pre-releases), each in one plac
    with nothing new ended on a RECORD, and a target that echoes the last STATE it saw
    (target-jsonl) kept none; the SDK has no hook at the end of a successful run. Would go
    with such a hook, or with the SDK writing the whole state at the end of every run.
-2. ``TapStream.sync`` (client.py), final in the SDK, is overridden: however a stream's sync
-   ends, the worker threads it drives end with it (prefetch.py), the records it wrote leave
+2. ``TapStream.sync`` (streams/base.py), final in the SDK, is overridden: however a stream's sync
+   ends, the worker threads it drives end with it (streams/workers.py), the records it wrote leave
    the writer's chunk (output.py), and a failed run still says how the service slowed it
    down. Why: the SDK has no hook at the end of a stream's sync, and
    a failure outside ``get_records`` (a stream map, a closed output) leaves the records
@@ -41,28 +41,23 @@ from singer_sdk.tap_base import CliTestOptionValue
 from typing_extensions import override
 
 from tap_accessgov import cli, settings
-from tap_accessgov.app_users import AppUsersStream
 from tap_accessgov.auth import (
     AccessGovAuthenticator,
     ClientId,
     parse_client_id,
     parse_client_secret,
 )
-from tap_accessgov.catalog import AppEntitlementsStream, AppsStream
-from tap_accessgov.exclusions import AutomationExclusionsStream, UsersStream
-from tap_accessgov.grant_feed import GrantFeedStream
-from tap_accessgov.grants import GrantsStream
 from tap_accessgov.output import OutputWriter
 from tap_accessgov.request_budget import RequestBudget
-from tap_accessgov.snapshots import FullTableSnapshotsStream, SnapshotStream
+from tap_accessgov.streams import STREAM_TYPES, discover
+from tap_accessgov.streams.full_table_snapshots import FullTableSnapshotsStream
 
 if t.TYPE_CHECKING:
     from singer_sdk.streams import Stream
 
 
 class TapAccessGov(Tap):
-    """Singer tap for the access-governance service: grant feed, catalog, automation exclusions,
-    the directory, accounts and the grants held now."""
+    """Singer tap for the access-governance service: grant feed, catalog, automation exclusions."""
 
     name = "tap-accessgov"
     config_jsonschema = settings.CONFIG_SCHEMA
@@ -215,39 +210,12 @@ class TapAccessGov(Tap):
 
     @override
     def discover_streams(self) -> list[Stream]:
-        """The streams and what each reads from another. The SDK syncs them by name (see
-        ``streams``), so none relies on another having synced first: ``app_entitlements``
-        reads the apps, the exclusions the entitlements, ``users`` the exclusions, each on
-        demand and once per run; only ``full_table_snapshots`` must come last. Each stream
-        that starts worker threads ends them when its sync ends (client.py)."""
-        apps = AppsStream(self, connection=self)
-        app_entitlements = AppEntitlementsStream(self, connection=self, apps=apps)
-        exclusions = AutomationExclusionsStream(self, connection=self, catalog=app_entitlements)
-        streams: list[SnapshotStream] = [
-            GrantFeedStream(self, connection=self),
-            apps,
-            app_entitlements,
-            exclusions,
-            UsersStream(self, connection=self, exclusions=exclusions),
-            AppUsersStream(self, connection=self, apps=apps),
-            GrantsStream(self, connection=self, apps=apps),
-        ]
-        return [
-            *streams,
-            FullTableSnapshotsStream(self, snapshot_streams=streams),
-        ]
-
-
-# The streams' classes, for what needs their names without a tap (``--test``'s success line).
-STREAM_TYPES: tuple[type[Stream], ...] = (
-    GrantFeedStream,
-    AppsStream,
-    AppEntitlementsStream,
-    AutomationExclusionsStream,
-    UsersStream,
-    AppUsersStream,
-    GrantsStream,
-)
+        """The streams of ``streams.STREAM_TYPES``, each handed the streams it reads. The SDK
+        syncs them by name (see ``streams``), so none relies on another having synced first:
+        ``app_entitlements`` reads the apps, the exclusions the entitlements, ``users`` the
+        exclusions, each on demand and once per run; only ``full_table_snapshots`` must come
+        last. Each stream that starts worker threads ends them when its sync ends."""
+        return discover(self, self)
 
 
 if __name__ == "__main__":

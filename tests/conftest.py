@@ -37,6 +37,7 @@ from support import (  # the mapping and the warehouse; the tests import them fr
     tap_config,  # noqa: F401
     tap_env,  # noqa: F401
 )
+from tap_accessgov.streams import STREAM_TYPES
 from tap_accessgov.tap import TapAccessGov
 from tests.groups import (  # the groups' hooks, registered here
     pytest_collection_modifyitems,  # noqa: F401
@@ -88,16 +89,8 @@ def default_dataset(events: int) -> Dataset:
     )
 
 
-# Every stream of the tap, in sync order.
-STREAMS = (
-    "grant_feed",
-    "apps",
-    "app_entitlements",
-    "automation_exclusions",
-    "users",
-    "app_users",
-    "grants",
-)
+# Every stream of the tap but full_table_snapshots (the tap's list: streams/__init__.py).
+STREAMS = tuple(stream.name for stream in STREAM_TYPES)  # type: ignore[misc]
 
 _shared: Emulator | None = None
 

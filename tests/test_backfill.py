@@ -23,7 +23,9 @@ import pytest
 import requests
 
 from emulator import Dataset, Emulator
-from tap_accessgov.grant_feed_windows import (
+from tap_accessgov.output import OutputClosedError
+from tap_accessgov.request_budget import RequestBudget, SyncStopped
+from tap_accessgov.streams.grant_feed_windows import (
     BY_DATE,
     SAMPLE_PIECES,
     Backfill,
@@ -32,8 +34,6 @@ from tap_accessgov.grant_feed_windows import (
     date_order,
     pieces,
 )
-from tap_accessgov.output import OutputClosedError
-from tap_accessgov.request_budget import RequestBudget, SyncStopped
 from tap_accessgov.tap import TapAccessGov
 from tap_accessgov.timestamps import from_ns
 from tests.conftest import (

@@ -15,34 +15,49 @@ PACKAGES = ("tap_accessgov", "emulator")
 TRANSFORM = ROOT / "transform"
 
 
+def modules_of(package: str) -> list[Path]:
+    """The package's modules, its subpackages' included (its own tests' are not)."""
+    return sorted(
+        path
+        for path in (ROOT / package).rglob("*.py")
+        if "tests" not in path.relative_to(ROOT / package).parts
+    )
+
+
+def module_name(path: Path) -> str:
+    """``tap_accessgov/streams/base.py`` -> ``tap_accessgov.streams.base`` (a package's
+    ``__init__.py`` is the package)."""
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
 def imports_of(module: Path) -> set[str]:
-    """The top-level modules and packages ``module`` imports, as ``package.module`` for those of
-    this project's packages, wherever the import statement is (TYPE_CHECKING included)."""
+    """What ``module`` imports, wherever the import statement is (TYPE_CHECKING included):
+    each name imported from a package of this project as ``package.name`` (a module, or a
+    name its ``__init__`` gathers), anything else by its top two levels."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(module.read_text())):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            parts = node.module.split(".")
-            if parts[0] in PACKAGES and len(parts) == 1:
-                found |= {f"{parts[0]}.{alias.name}" for alias in node.names}
+            if node.module.split(".")[0] in PACKAGES:
+                found.add(node.module)
+                found |= {f"{node.module}.{alias.name}" for alias in node.names}
             else:
-                found.add(".".join(parts[:2]))
+                found.add(".".join(node.module.split(".")[:2]))
         elif isinstance(node, ast.Import):
             found |= {".".join(alias.name.split(".")[:2]) for alias in node.names}
     return found
 
 
 def graph_of(package: str) -> dict[str, set[str]]:
-    """Module -> the modules of the same package it imports (the package's ``__init__`` is
-    where its public names are gathered, so it is left out as a node)."""
-    modules = {
-        f"{package}.{path.stem}"
-        for path in (ROOT / package).glob("*.py")
-        if path.stem != "__init__"
+    """Module -> the modules of the same package it imports (a package's ``__init__`` gathers
+    its public names and imports its modules, so it is a node only as what it defines: the
+    top-level one is left out, a subpackage's is kept)."""
+    paths = {
+        module_name(path): path
+        for path in modules_of(package)
+        if path.relative_to(ROOT / package).as_posix() != "__init__.py"
     }
-    return {
-        module: imports_of(ROOT / package / f"{module.split('.')[1]}.py") & modules
-        for module in modules
-    }
+    return {module: imports_of(path) & set(paths) - {module} for module, path in paths.items()}
 
 
 @pytest.mark.parametrize("package", PACKAGES)
@@ -198,14 +213,19 @@ def test_the_layout_maps_name_every_module_there_is() -> None:
     readme = (ROOT / "README.md").read_text()
     block = readme[readme.index("tap_accessgov/   one module per concern:") :]
     block = block[: block.index("\nemulator/")]
+    streams = block[block.index("\n  streams/ ") :]
     mapped = {
-        "tap_accessgov": re.findall(r"^  (\w+\.py) ", block, flags=re.M),
+        "tap_accessgov": re.findall(r"^  (\w+\.py) ", block, flags=re.M)
+        + [f"streams/{name}" for name in re.findall(r"^    (\w+\.py) ", streams, flags=re.M)],
         "emulator": re.findall(
             r"^\| `(\w+\.py)` \|", (ROOT / "emulator" / "README.md").read_text(), flags=re.M
         ),
     }
     for package, names in mapped.items():
         modules = sorted(
-            path.name for path in (ROOT / package).glob("*.py") if not path.name.startswith("__")
+            path.relative_to(ROOT / package).as_posix()
+            for path in modules_of(package)
+            if (path.name == "__init__.py" and path.parent != ROOT / package)
+            or not path.name.startswith("__")
         )
         assert sorted(names) == modules, package

@@ -9,8 +9,8 @@ import typing as t
 
 import pytest
 
-from tap_accessgov.grant_feed import GrantFeedStream
 from tap_accessgov.output import CHUNK_BYTES
+from tap_accessgov.streams.grant_feed import GrantFeedStream
 from tap_accessgov.tap import TapAccessGov
 from tests.conftest import (
     catalog_selecting,

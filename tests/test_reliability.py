@@ -462,7 +462,7 @@ def test_a_failed_run_exits_at_once_while_a_worker_waits_for_an_answer(
     """One worker's request fails (403) while another's is never answered (the emulator holds
     it for ten minutes): the run fails within seconds, not after ``request_timeout``, and no
     worker thread outlives it. The grant feed reads time windows in workers, the exclusions
-    read their partitions ahead (prefetch.py)."""
+    read their partitions ahead (streams/partitions.py)."""
     slow_then_fatal: list[tuple[str, str]]
     if stream == "grant_feed":
         slow_then_fatal = [("slow", FEED), ("403", FEED)]  # any two windows
@@ -499,7 +499,7 @@ def test_a_failed_run_exits_at_once_while_a_worker_waits_for_an_answer(
     took = time.monotonic() - started
     assert took < 10, f"the failed run waited {took:.0f} s for a request in flight"
     assert emulator.stats["faults_by_kind"] == {"slow": 1, "403": 1}
-    workers = ("grant-feed", "prefetch")  # prefetch.Workers' thread names
+    workers = ("grant-feed", "prefetch")  # the Workers' thread names (streams/workers.py)
     assert not [th.name for th in threading.enumerate() if th.name.startswith(workers)]
 
 

@@ -1,4 +1,4 @@
-"""Full-table snapshots (tap_accessgov/snapshots.py): every full-table record names the run's
+"""Full-table snapshots (tap_accessgov/streams/snapshots.py): every full-table record names the run's
 snapshot, and a snapshot is declared complete, after all its rows, only by a run that read it
 in full; the grant feed is untouched."""
 
@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import contextlib
 import io
+import logging
+import typing as t
 from pathlib import Path
 
 import pytest
@@ -81,11 +83,12 @@ def test_a_run_that_fails_half_way_declares_no_snapshot_complete(
     assert "full_table_snapshots" not in partial.records
 
 
-def dry_run(emulator: Emulator, limit: int) -> SyncResult:
+def dry_run(emulator: Emulator, limit: int, **settings: t.Any) -> SyncResult:
     """A run with the SDK's record limit, as ``--test`` and the SDK's test suite make it."""
     from tap_accessgov.tap import TapAccessGov
 
-    tap = TapAccessGov(config=tap_config(emulator), parse_env_config=False)
+    config = {**tap_config(emulator), **settings}
+    tap = TapAccessGov(config=config, parse_env_config=False)
     out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
     with contextlib.redirect_stdout(out):
         tap.run_sync_dry_run(dry_run_record_limit=limit)
@@ -107,3 +110,18 @@ def test_with_a_record_limit_only_streams_read_before_it_are_declared_complete(
     assert len(result.records["apps"]) == apps
     assert len(result.records["app_entitlements"]) == apps + 1
     assert [m["stream"] for m in result.records["full_table_snapshots"]] == ["apps"]
+
+
+@pytest.mark.parametrize("max_concurrency", [1, 4])
+def test_a_record_limit_ends_every_stream_by_itself(
+    emulator: Emulator, max_concurrency: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Every stream stops at the limit on its own (the base stream applies it around each
+    stream's records, concurrent or not): none reaches the SDK's abort, which logs "An
+    unhandled error occurred" at ERROR although the test passed."""
+    with caplog.at_level(logging.ERROR):
+        result = dry_run(emulator, 1, max_concurrency=max_concurrency)
+    assert {name: len(records) for name, records in result.records.items()} == dict.fromkeys(
+        ("grant_feed", *FULL_TABLE), 1
+    )
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []

@@ -12,8 +12,9 @@ from singer_sdk.helpers.conform import TypeConformanceLevel
 from typing_extensions import override
 
 from tap_accessgov import schemas
-from tap_accessgov.client import AccessGovStream
-from tap_accessgov.grant_feed_windows import (
+from tap_accessgov.paging import page_body
+from tap_accessgov.streams.base import AccessGovStream
+from tap_accessgov.streams.grant_feed_windows import (
     BACKFILL,
     Backfill,
     Window,
@@ -22,13 +23,13 @@ from tap_accessgov.grant_feed_windows import (
     initial_windows,
     pieces,
 )
-from tap_accessgov.paging import page_body
-from tap_accessgov.prefetch import Workers
 from tap_accessgov.timestamps import from_ns, normalize_timestamp, to_ns
 
 if t.TYPE_CHECKING:
     import requests
     from singer_sdk.helpers.types import Context
+
+    from tap_accessgov.streams.workers import Workers
 
 UNSPECIFIED_EVENT = "GRANT_EVENT_TYPE_UNSPECIFIED"
 # Which record field each `$.expanded[N]` path of a feed entry fills.
@@ -69,12 +70,11 @@ class GrantFeedStream(AccessGovStream):
     primary_keys = ("appId", "appEntitlementId", "appUserId", "eventType", "date")
     schema = schemas.GRANT_FEED
     # parse_response builds every record from JSON strings and objects that already match the
-    # schema; re-checking each value was the largest cost in a profile (see README).
+    # schema; re-checking each value was the largest cost in a profile (docs/performance.md).
     TYPE_CONFORMANCE_LEVEL = TypeConformanceLevel.NONE
 
     def __init__(self, *args: t.Any, **kwargs: t.Any) -> None:
         super().__init__(*args, **kwargs)
-        self._workers: Workers | None = None
         started = datetime.datetime.now(datetime.UTC)
         self._signpost = normalize_timestamp(started.isoformat())
 
@@ -84,17 +84,12 @@ class GrantFeedStream(AccessGovStream):
         return self._signpost
 
     @override
-    def get_records(self, context: Context | None) -> t.Iterable[dict[str, t.Any]]:
+    def records(self, context: Context | None) -> t.Iterable[dict[str, t.Any]]:
         """With ``max_concurrency`` > 1, the feed in concurrent time windows (see
         grant_feed_windows.py); with 1, one request after another as a single query."""
         if int(self.config["max_concurrency"]) < 2 or context:
-            return super().get_records(context)
-        return self.dry_run_limit.apply(self._windowed_records())
-
-    @override
-    def stop_workers(self) -> None:
-        if self._workers is not None:
-            self._workers.close()
+            return self.request_records(context)
+        return self._windowed_records()
 
     def _windowed_records(self) -> t.Iterator[dict[str, t.Any]]:
         """Every event of the run's range, window by window, with a STATE as each completes."""
@@ -104,18 +99,17 @@ class GrantFeedStream(AccessGovStream):
         lower_ns = to_ns(lower) if lower else None
         upper_ns = to_ns(end) if (end := config.get("end_date")) else None
         high = upper_ns if upper_ns is not None else to_ns(self._signpost)
-        self.pin_proxies()  # before the threads: it changes the shared session
-        self._workers = Workers(workers, self.stopping, "grant-feed")
+        pool = self.start_workers(workers, "grant-feed")
         try:
             # After a bookmark the events go on from there: probes only for a first sync.
             bookmarked = self.stream_state.get("replication_key_value") is not None
             low = (
                 lower_ns
                 if bookmarked and lower_ns is not None
-                else self._earliest_event(lower_ns, high, self._workers)
+                else self._earliest_event(lower_ns, high, pool)
             )
         except BaseException:
-            self._workers.close()
+            pool.close()
             raise
         high = max(high, low + 1)
         state = self.stream_state
@@ -134,7 +128,7 @@ class GrantFeedStream(AccessGovStream):
             read=lambda window: self.request_records(_window_context(window)),
             split=lambda window, delivered, typical: pieces(window, delivered, typical, low, high),
             page_size=self.page_size,
-            workers=self._workers,
+            workers=pool,
             count=workers,
         )
 

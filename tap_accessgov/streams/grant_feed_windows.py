@@ -24,7 +24,7 @@ query), so the run needs more windows than workers at all times:
   the bookmark (``backfill``, see ``Backfill``); a rerun from it reads only what was not
   complete. The final STATE of a completed sync is the plain bookmark.
 
-Only HTTP runs in the worker threads (prefetch.Workers); records go back to the main thread,
+Only HTTP runs in the worker threads (workers.Workers); records go back to the main thread,
 which hands them to the SDK (maps, selection, state increments, one writer), a bounded queue
 of pages between them so memory stays flat.
 """
@@ -39,11 +39,12 @@ import math
 import queue
 import typing as t
 
-from tap_accessgov.prefetch import Workers
 from tap_accessgov.timestamps import from_ns, to_ns
 
 if t.TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Mapping
+
+    from tap_accessgov.streams.workers import Workers
 
 Record = dict[str, t.Any]
 Key = tuple[t.Any, ...]

@@ -1,6 +1,7 @@
-"""Automation exclusions (one partition per app entitlement, configured or found through the
-catalog), the users found in them (the service sends each excluded user whole inside its
-exclusion entries), and ``users``: the directory plus those users.
+"""``automation_exclusions`` (one partition per app entitlement, configured or found through
+the app entitlements) and the run's store of the users found in them (``ExcludedUsers``), which
+the ``users`` stream emits: the service sends each excluded user whole inside its exclusion
+entries, and has no users endpoint to read them from.
 
 Why the users are collected here, and not handed to a child stream: a child stream would
 receive them through SDK contexts, and the SDK writes contexts into its log lines, its state
@@ -19,23 +20,19 @@ from __future__ import annotations
 
 import typing as t
 
-from singer_sdk.exceptions import FatalAPIError
 from singer_sdk.helpers.conform import TypeConformanceLevel
 from typing_extensions import override
 
 from tap_accessgov import schemas
-from tap_accessgov.catalog import QueryPaging
-from tap_accessgov.client import AccessGovStream
-from tap_accessgov.paging import RepeatedPageTokenError, page_body
-from tap_accessgov.prefetch import ConcurrentPartitionsStream
+from tap_accessgov.paging import QueryPaging, RepeatedPageTokenError
+from tap_accessgov.streams.app_entitlements import AppEntitlementsStream
+from tap_accessgov.streams.partitions import ConcurrentPartitionsStream
 
 if t.TYPE_CHECKING:
-    import requests
     from singer_sdk import Tap
     from singer_sdk.helpers.types import Context
 
-    from tap_accessgov.catalog import AppEntitlementsStream
-    from tap_accessgov.client import ApiConnection
+    from tap_accessgov.streams.base import ApiConnection
 
 Entry = dict[str, t.Any]  # an exclusion entry as the service sends it, the user inside
 User = dict[str, t.Any]
@@ -77,7 +74,7 @@ def _user_id(entry: Entry) -> str | None:
     return (entry.get("user") or {}).get("id") or None
 
 
-class AutomationExclusionsStream(ConcurrentPartitionsStream):
+class AutomationExclusionsStream(QueryPaging, ConcurrentPartitionsStream):
     """Users excluded from automation, one partition per app entitlement: those of the
     ``exclusion_entitlements`` setting, or, when it is not set, every app entitlement of the
     tenant's catalog whose automation is on (all of them with ``exclusion_scope: all``).
@@ -91,8 +88,10 @@ class AutomationExclusionsStream(ConcurrentPartitionsStream):
     name = "automation_exclusions"
     path = "/api/v1/apps/{appId}/entitlements/{appEntitlementId}/automation/exclusions"
     primary_keys = ("appId", "appEntitlementId", "userId")
+    reads = {"catalog": AppEntitlementsStream}
     schema = schemas.AUTOMATION_EXCLUSION
     TYPE_CONFORMANCE_LEVEL = TypeConformanceLevel.NONE  # four strings built by exclusion_record
+    declares_paging = False
 
     def __init__(
         self, tap: Tap, *, connection: ApiConnection, catalog: AppEntitlementsStream
@@ -100,56 +99,42 @@ class AutomationExclusionsStream(ConcurrentPartitionsStream):
         super().__init__(tap, connection=connection)
         self.catalog = catalog
         self.excluded_users = ExcludedUsers()
-        self._partitions: list[dict[str, t.Any]] | None = None
 
-    @property
     @override
-    def partitions(self) -> list[dict[str, t.Any]] | None:
-        """Contexts named like the record fields, so the SDK fills them into records; found
-        once per run (through the catalog unless ``exclusion_entitlements`` is set)."""
-        if self._partitions is None:
-            configured = self.config.get("exclusion_entitlements")
-            if configured is not None:
-                keys = [(e["app_id"], e["app_entitlement_id"]) for e in configured]
-            else:
-                keys = self.catalog.entitlements_for_exclusions(
-                    automated_only=self.config["exclusion_scope"] == "automated"
-                )
-            self._partitions = [{"appId": app, "appEntitlementId": ent} for app, ent in keys]
-        return self._partitions
+    def list_partitions(self) -> list[dict[str, t.Any]]:
+        """Contexts named like the record fields, so the SDK fills them into records (through
+        the app entitlements unless ``exclusion_entitlements`` is set)."""
+        configured = self.config.get("exclusion_entitlements")
+        if configured is not None:
+            keys = [(e["app_id"], e["app_entitlement_id"]) for e in configured]
+        else:
+            keys = self.catalog.entitlements_for_exclusions(
+                automated_only=self.config["exclusion_scope"] == "automated"
+            )
+        return [{"appId": app, "appEntitlementId": ent} for app, ent in keys]
 
     @override
     def describe(self, context: Context) -> str:
         return f"app entitlement {context['appEntitlementId']} of app {context['appId']}"
 
     @override
-    def get_url_params(
-        self, context: Context | None, next_page_token: str | None
-    ) -> dict[str, t.Any]:
-        if not next_page_token:
-            return {}
-        return {"page_token": next_page_token, "page_size": self.page_size}
-
-    @override
-    def get_records(self, context: Context | None) -> t.Iterable[dict[str, t.Any]]:
+    def records(self, context: Context | None) -> t.Iterator[dict[str, t.Any]]:
         """Records of one entitlement; with ``max_concurrency`` > 1 the next entitlements are
-        already being fetched in worker threads (see prefetch.py).
+        already being fetched in worker threads (see partitions.py).
 
         Runs in the main thread in partition order, before stream maps and selection see a
-        record: the users it collects do not depend on either, nor on the concurrency.
+        record: the users it collects do not depend on either, nor on the concurrency. The
+        partition counts as read once its last record has been taken.
         """
         if not context:
             self.logger.info("No app entitlement to read automation exclusions of")
             return
-        yield from self.dry_run_limit.apply(self._exclusions_of(context))
-        self.excluded_users.mark_read(partition_key(context))
-
-    def _exclusions_of(self, context: Context) -> t.Iterator[dict[str, t.Any]]:
         excluded_users = self.excluded_users
         for entry in self.partition_records(context):
             if (record := self.exclusion_record(entry)) is not None:
                 excluded_users.add(entry["user"])
                 yield record
+        excluded_users.mark_read(partition_key(context))
 
     def exclusion_record(self, entry: Entry) -> dict[str, t.Any] | None:
         """The record of one exclusion entry, its user reduced to ``userId``; None, with a
@@ -205,82 +190,3 @@ class AutomationExclusionsStream(ConcurrentPartitionsStream):
 
 def partition_key(context: Context | dict[str, t.Any]) -> PartitionKey:
     return (context["appId"], context["appEntitlementId"])
-
-
-class UsersStream(QueryPaging, AccessGovStream):
-    """The directory (``GET /api/v1/users``), then the users of the automation exclusions it
-    did not list: one record per user id per run.
-
-    The users of the exclusion entries are a subset of the directory on the service, but the
-    design promises them whatever the directory lists (a user deleted since, a key that may
-    not read the directory: ``read_directory: false`` keeps ``users`` to them). A top-level
-    stream synced after ``automation_exclusions``: it emits the users that stream collected,
-    and reads the exclusion pages not yet read in this run itself (all of them when
-    ``automation_exclusions`` is not selected), through that stream's own request loop. See
-    the module's docstring for why no user object travels in an SDK context.
-    """
-
-    name = "users"
-    path = "/api/v1/users"
-    primary_keys = ("id",)
-    schema = schemas.USER
-
-    def __init__(
-        self, tap: Tap, *, connection: ApiConnection, exclusions: AutomationExclusionsStream
-    ) -> None:
-        super().__init__(tap, connection=connection)
-        self.exclusions = exclusions
-
-    @override
-    def stop_workers(self) -> None:
-        """The exclusion fetches this stream drives end with its sync (see TapStream.sync)."""
-        self.exclusions.stop_workers()
-
-    @override
-    def validate_response(self, response: requests.Response) -> None:
-        """A key limited to roles that exclude the directory answers 403: one line naming
-        the setting that does without it."""
-        if response.status_code == 403:
-            msg = (
-                f"{self.response_error_message(response)}. The API key may not read the "
-                "directory: give it a role that may list users, or set read_directory: false "
-                "to keep users to the users of the automation exclusions."
-            )
-            raise FatalAPIError(msg)
-        super().validate_response(response)
-
-    @override
-    def parse_response(self, response: requests.Response) -> t.Iterable[dict[str, t.Any]]:
-        """The ``user`` of each UserView; one without an id is skipped, with a warning."""
-        for view in page_body(response).get("list") or []:
-            user = (view or {}).get("user") or {}
-            if user.get("id"):
-                yield user
-            else:
-                self.logger.warning("Skipping a user without an id (%s)", response.request.path_url)
-
-    @override
-    def get_records(self, context: Context | None) -> t.Iterable[dict[str, t.Any]]:
-        return self.dry_run_limit.apply(self._users())
-
-    def _users(self) -> t.Iterator[dict[str, t.Any]]:
-        listed: set[str] = set()
-        if self.config["read_directory"]:
-            for user in self.request_records(None):
-                listed.add(user["id"])
-                yield user
-        for user in self._excluded_users():
-            if user["id"] not in listed:
-                yield user
-
-    def _excluded_users(self) -> t.Iterator[dict[str, t.Any]]:
-        exclusions = self.exclusions
-        excluded_users = exclusions.excluded_users
-        emitted = 0
-        for partition in exclusions.partitions or []:
-            if not excluded_users.was_read(partition_key(partition)):
-                for _ in exclusions.get_records(partition):
-                    pass  # the exclusion records are not ours to emit; their users are
-            users = excluded_users.since(emitted)
-            emitted += len(users)
-            yield from users

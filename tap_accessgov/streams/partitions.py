@@ -1,61 +1,31 @@
-"""HTTP work of a stream ahead of the SDK, in worker threads that end with the sync.
+"""Partitioned streams: their partitions listed once per run, and the next partitions'
+records fetched ahead in the sync's worker threads (workers.py), consumed in partition order.
 
-The SDK syncs partitions one after another and has no concurrency (sdk#183, sdk#2121); with
-hundreds of entitlements or a years-long grant feed the run is one request latency after
-another. Here the SDK still drives the sync (contexts, records, state, child streams, one
-writer on stdout, all in the main thread); only HTTP work runs in ``Workers``, through the
-stream's own request loop (same paging, retries, authenticator and request budget).
-
-``Workers`` is the one pool both users share: ``PartitionPrefetcher`` (results in partition
-order), which ``ConcurrentPartitionsStream`` runs for the app entitlements (one partition per
-app) and the automation exclusions (one per app entitlement), and the grant feed's time
-windows (grant_feed_windows.py, results as they come). Closing it sets the stream's stop event, which ends every wait in the request path at
-once, cancels what has not started and joins the threads: none outlives its sync.
+The app entitlements (one partition per app) and the automation exclusions (one per app
+entitlement) are such streams: with hundreds of partitions, one after another is one request
+latency after another. Their contexts hold ids only (the SDK writes them into logs and state).
 """
 
 from __future__ import annotations
 
 import collections
-import threading
 import typing as t
-from concurrent.futures import Future, ThreadPoolExecutor
 
 from singer_sdk.exceptions import FatalAPIError
 from typing_extensions import override
 
-from tap_accessgov.client import AccessGovStream
+from tap_accessgov.streams.base import AccessGovStream
 
 if t.TYPE_CHECKING:
+    from concurrent.futures import Future
+
     import requests
+    from singer_sdk.helpers.types import Context as SdkContext
+
+    from tap_accessgov.streams.workers import Workers
 
 Record = dict[str, t.Any]
 Context = t.Mapping[str, t.Any]
-_T = t.TypeVar("_T")
-
-
-class Workers:
-    """``count`` threads for one sync; ``stop`` is the stream's event that ends their waits."""
-
-    def __init__(self, count: int, stop: threading.Event, name: str) -> None:
-        stop.clear()
-        self.stop = stop
-        self._executor = ThreadPoolExecutor(max_workers=count, thread_name_prefix=name)
-        self.closed = False
-
-    def submit(self, fn: t.Callable[..., _T], *args: t.Any) -> Future[_T]:
-        return self._executor.submit(fn, *args)
-
-    def close(self) -> None:
-        """Stop: waits end, pending work is cancelled, running work ends at its next request
-        (at most the HTTP call in progress), and the threads are joined."""
-        if self.closed:
-            return
-        self.closed = True
-        self.stop.set()
-        try:
-            self._executor.shutdown(wait=True, cancel_futures=True)
-        finally:
-            self.stop.clear()  # the threads are gone; the main thread's requests go on
 
 
 def _key(context: Context) -> tuple[tuple[str, t.Any], ...]:
@@ -63,7 +33,7 @@ def _key(context: Context) -> tuple[tuple[str, t.Any], ...]:
 
 
 class PartitionPrefetcher:
-    """Keeps up to ``2 x workers`` partitions in flight ahead of the one being consumed.
+    """Keeps up to two partitions per worker in flight ahead of the one being consumed.
 
     ``fetch(context, stopped)`` reads one partition; it should end early once ``stopped()``
     is true (the run failed or its output was closed), so that closing does not wait for it.
@@ -73,18 +43,17 @@ class PartitionPrefetcher:
         self,
         fetch: t.Callable[[Context, t.Callable[[], bool]], list[Record]],
         partitions: t.Sequence[Context],
-        workers: int,
-        stop: threading.Event | None = None,
+        workers: Workers,
     ) -> None:
-        """``stop``: the stream's ``stopping`` event, so that closing also ends the waits of
-        its requests (see client.py)."""
+        """``workers``: the stream's (``AccessGovStream.start_workers``), so that closing
+        also ends the waits of its requests."""
         self._fetch = fetch
         self._upcoming = collections.deque(partitions)
         self._in_flight: collections.deque[tuple[tuple[t.Any, ...], Future[list[Record]]]] = (
             collections.deque()
         )
-        self._window = 2 * workers
-        self._workers = Workers(workers, stop or threading.Event(), "prefetch")
+        self._window = 2 * workers.count
+        self._workers = workers
         self._fill()
 
     @property
@@ -127,8 +96,9 @@ class PartitionNotFoundError(FatalAPIError):
 
 
 class ConcurrentPartitionsStream(AccessGovStream):
-    """A partitioned stream whose next partitions are fetched ahead in worker threads
-    (``max_concurrency`` of them; 1 = one after another), through its own request loop.
+    """A partitioned stream whose partitions (``list_partitions``) are listed once per run and
+    whose next partitions are fetched ahead in worker threads (``max_concurrency`` of them;
+    1 = one after another), through its own request loop.
 
     A partition the service answers with 404 (deleted since it was listed, or a mistyped
     setting) is a warning naming it; the others are still extracted.
@@ -136,7 +106,25 @@ class ConcurrentPartitionsStream(AccessGovStream):
 
     def __init__(self, *args: t.Any, **kwargs: t.Any) -> None:
         super().__init__(*args, **kwargs)
+        self._partitions: list[dict[str, t.Any]] | None = None
         self._prefetcher: PartitionPrefetcher | None = None
+
+    @property
+    @override
+    def partitions(self) -> list[dict[str, t.Any]]:
+        """The SDK's contexts of this stream: ``list_partitions``, asked once per run."""
+        if self._partitions is None:
+            self._partitions = self.list_partitions()
+        return self._partitions
+
+    def list_partitions(self) -> list[dict[str, t.Any]]:
+        """The stream's partitions, named like the record fields the SDK fills from them."""
+        raise NotImplementedError
+
+    @override
+    def records(self, context: SdkContext | None) -> t.Iterable[Record]:
+        """The records of one partition (``partition_records``)."""
+        return self.partition_records(context) if context else ()
 
     def describe(self, context: Context) -> str:
         """How a partition is named in messages (ids only: no personal data)."""
@@ -172,21 +160,13 @@ class ConcurrentPartitionsStream(AccessGovStream):
                 return
             yield record
 
-    @override
-    def stop_workers(self) -> None:
-        """Cancel the fetches running ahead; they end at their next request."""
-        if self._prefetcher is not None:
-            self._prefetcher.close()
-
     def _prefetcher_from(self, context: Context, workers: int) -> PartitionPrefetcher:
         if self._prefetcher is None or self._prefetcher.closed:
-            partitions = self.partitions or []
+            partitions = self.partitions
             start = partitions.index(dict(context)) if dict(context) in partitions else 0
-            self.requests_session  # noqa: B018  (create the shared session before the threads)
             self._prefetcher = PartitionPrefetcher(
                 lambda ctx, stopped: list(self.read_partition(ctx, stopped)),
                 partitions[start:],
-                workers,
-                self.stopping,
+                self.start_workers(workers, "prefetch"),
             )
         return self._prefetcher

@@ -1,11 +1,13 @@
 """The base streams: what every stream of the tap shares (``TapStream``: progress lines,
-snapshots, ``--test``'s one-record limit, worker threads that end with the sync that started
-them), and what every endpoint of the service shares (``AccessGovStream``: address, shared
-authenticator, the request path, each attempt inside the run's request budget, retried through
-the SDK's backoff hooks, answering a parsed page, and the service's error answers).
+snapshots, records made to fit their schema, ``--test``'s one-record limit around the
+stream's ``records``, worker threads that end with the sync that started them), and what every
+endpoint of the service shares (``AccessGovStream``: address, shared authenticator, the
+request path, each attempt inside the run's request budget, retried through the SDK's backoff
+hooks, answering a parsed page, the service's error answers, and the worker threads of a sync).
 
-The retry policy itself is retries.py, what a page is and how it pages paging.py;
-``grant_feed.py``, ``catalog.py`` and ``exclusions.py`` only say what differs per endpoint.
+The retry policy itself is retries.py, what a page is and how it pages paging.py, partitions
+fetched ahead partitions.py; each stream's module only says what differs for its endpoint,
+and its class in ``STREAM_TYPES`` (``__init__.py``) makes it one of the tap's streams.
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ from tap_accessgov.retries import (
     service_message,
     where,
 )
-from tap_accessgov.snapshots import SnapshotStream
+from tap_accessgov.streams.snapshots import SnapshotStream
+from tap_accessgov.streams.workers import Workers
 
 if t.TYPE_CHECKING:
     from backoff.types import Details
@@ -44,6 +47,8 @@ if t.TYPE_CHECKING:
     from singer_sdk.helpers.types import Context, RequestFunc
 
     from tap_accessgov.auth import AccessGovAuthenticator
+
+Record = dict[str, t.Any]
 
 
 class StateWriting(t.Protocol):
@@ -71,7 +76,7 @@ class ApiConnection(t.Protocol):
 
 
 class Stopping(threading.Event):
-    """Set while a stream's sync is stopping (prefetch.Workers sets it when it closes): every
+    """Set while a stream's sync is stopping (workers.Workers sets it when it closes): every
     wait on it ends (the request budget's, a retry's: request_budget.py), and every call the
     stream's session has in flight is hung up (interrupt.py), so its worker threads end at
     once instead of waiting up to ``request_timeout`` for an answer."""
@@ -124,16 +129,53 @@ class DryRunLimit:
                 iterator.close()
 
 
+class Discovered:
+    """The streams built so far in a discovery, by class: how a stream is handed the streams
+    it reads (``TapStream.reads``) when ``STREAM_TYPES`` is built in its order."""
+
+    def __init__(self) -> None:
+        self._streams: dict[type[TapStream], TapStream] = {}
+
+    def add(self, stream: TapStream) -> None:
+        self._streams[type(stream)] = stream
+
+    def read_by(self, stream_type: type[TapStream]) -> dict[str, TapStream]:
+        """The streams ``stream_type`` reads, by its constructor's keywords."""
+        return {keyword: self._streams[read] for keyword, read in stream_type.reads.items()}
+
+    def all(self) -> list[TapStream]:
+        return list(self._streams.values())
+
+
 class TapStream(ProgressReportingStream, SnapshotStream):
     """What every stream of the tap shares, whether it calls the API or not (``users`` reads
     the exclusions' pages): progress lines, full-table snapshots, ``--test``'s one-record
-    limit, records that always fit their SCHEMA, worker threads that end with the sync that
-    started them, and the records it wrote out of the writer's chunk when its sync ends
-    (output.py)."""
+    limit around ``records``, records that always fit their SCHEMA, worker threads that end
+    with the sync that started them, and the records it wrote out of the writer's chunk when
+    its sync ends (output.py).
+
+    A stream says what it reads in ``records``, and which streams it reads records of in
+    ``reads`` (its constructor's keyword -> their class, listed before it in STREAM_TYPES)."""
+
+    reads: t.ClassVar[t.Mapping[str, type[TapStream]]] = {}
 
     def __init__(self, tap: Tap, *args: t.Any, **kwargs: t.Any) -> None:
         super().__init__(tap, *args, **kwargs)
         self.output = tap.message_writer
+
+    @classmethod
+    def discovered(cls, tap: Tap, connection: ApiConnection, found: Discovered) -> TapStream:
+        """This stream, built for ``tap`` and handed the streams it ``reads`` (``found``)."""
+        return cls(tap, **found.read_by(cls))
+
+    @override
+    def get_records(self, context: Context | None) -> t.Iterable[Record]:
+        """The stream's ``records``, ended at ``--test``'s one-record limit (DryRunLimit)."""
+        return self.dry_run_limit.apply(self.records(context))
+
+    def records(self, context: Context | None) -> t.Iterable[Record]:
+        """Every record of the stream (of the partition ``context``): what each stream says."""
+        raise NotImplementedError
 
     @cached_property
     def conformance(self) -> RecordConformance:
@@ -152,7 +194,7 @@ class TapStream(ProgressReportingStream, SnapshotStream):
 
     @cached_property
     def dry_run_limit(self) -> DryRunLimit:
-        """This stream's ``--test`` limit; each stream's ``get_records`` applies it."""
+        """This stream's ``--test`` limit, which ``get_records`` applies."""
         return DryRunLimit(self)
 
     @property
@@ -202,7 +244,7 @@ class TapStream(ProgressReportingStream, SnapshotStream):
         """End the worker threads this stream drives, if any (a failed run must not wait)."""
 
 
-class AccessGovStream(RESTStream[str | None], TapStream):
+class AccessGovStream(TapStream, RESTStream[str | None]):
     """Base stream for the service's API.
 
     Per-record costs left in a profile of a 50k-event grant_feed sync are the SDK's (0.54.9),
@@ -225,6 +267,31 @@ class AccessGovStream(RESTStream[str | None], TapStream):
         # Set while this stream's sync is stopping (failed, interrupted, output closed): its
         # worker threads' requests, retry waits and calls in flight end at once.
         self.stopping = Stopping(interruptible(session))
+        self.workers: Workers | None = None
+
+    @classmethod
+    @override
+    def discovered(cls, tap: Tap, connection: ApiConnection, found: Discovered) -> TapStream:
+        return cls(tap, connection=connection, **found.read_by(cls))
+
+    @override
+    def records(self, context: Context | None) -> t.Iterable[Record]:
+        """The SDK's request loop: every page of the stream's request, parsed."""
+        return self.request_records(context)
+
+    def start_workers(self, count: int, name: str) -> Workers:
+        """``count`` worker threads for this sync, which call through this stream's request
+        path (same session, retries and budget) and end with its sync (``stop_workers``)."""
+        self.stop_workers()
+        self.pin_proxies()  # before the threads: it changes the shared session
+        self.workers = Workers(count, self.stopping, name)
+        return self.workers
+
+    @override
+    def stop_workers(self) -> None:
+        """End this sync's worker threads: waits end, their calls are hung up, they are joined."""
+        if self.workers is not None:
+            self.workers.close()
 
     @property
     @override

@@ -3,10 +3,10 @@ with the grant's start, scheduled end, sources and originating ticket. The grant
 not reach back to every grant held today (it began in October 2024, and has a retention), so
 this snapshot, not the feed, is the warehouse's truth for "now" (docs/models.md).
 
-Read with ``POST /api/v1/search/grants`` filtered to one app per partition, rather than one
-``GET .../entitlements/{id}/users`` series per entitlement: about a quarter of the requests
-and half the time or less on both tenants measured (docs/decisions.md, "Current grants";
-scripts/grants_ways_benchmark.py). A full-table stream (snapshots.py).
+Read with ``POST /api/v1/search/grants`` filtered to one app per partition (apps.py), not
+one ``GET .../entitlements/{id}/users`` series per entitlement: about a quarter of the
+requests and half the time or less on both tenants measured (docs/decisions.md, "Current
+grants"; scripts/grants_ways_benchmark.py).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import typing as t
 from typing_extensions import override
 
 from tap_accessgov import schemas
-from tap_accessgov.app_users import PerAppStream
 from tap_accessgov.paging import page_body
+from tap_accessgov.streams.apps import PerAppStream
 
 if t.TYPE_CHECKING:
     import requests

@@ -12,14 +12,14 @@ it (measured in docs/decisions.md, "Full-table snapshots"). So instead:
 - every record of a full-table stream carries ``snapshotAt``, the run's start (the same instant
   for every stream of a run), which is also part of its primary key: a merging target keeps
   each run's copy, an appending one appends it;
-- the ``full_table_snapshots`` stream, synced last, writes one row per full-table stream that
+- the ``full_table_snapshots`` stream (full_table_snapshots.py), synced last, writes one row per full-table stream that
   was synced in full in this run. The SDK stops a run at the first stream that fails, so a
   run that fails or is killed half-way writes none, and its partial rows are never part of a
   complete snapshot.
 
 The models read, per stream, the rows of its latest complete snapshot, and keep the earlier
-snapshots as history (when each entry was last seen). A new full-table stream derived from
-these classes gets all of this without code of its own.
+snapshots as history (when each entry was last seen). A new full-table stream (every stream
+derives from ``SnapshotStream`` through ``TapStream``) gets all of this without code of its own.
 """
 
 from __future__ import annotations
@@ -28,25 +28,14 @@ import copy
 import datetime
 import typing as t
 
-from singer_sdk import typing as th
 from singer_sdk.streams import Stream
 from typing_extensions import override
+
+from tap_accessgov.schemas import SNAPSHOT_AT, SNAPSHOT_AT_PROPERTY
 
 if t.TYPE_CHECKING:
     from singer_sdk import Tap
     from singer_sdk.helpers.types import Context
-
-SNAPSHOT_AT = "snapshotAt"
-
-_SNAPSHOT_PROPERTY = th.Property(
-    SNAPSHOT_AT,
-    th.DateTimeType,
-    required=True,
-    description=(
-        "When the run that read this row started (UTC): the snapshot it belongs to. Complete "
-        "snapshots are listed in full_table_snapshots."
-    ),
-)
 
 
 def snapshot_instant(tap: Tap) -> str:
@@ -70,7 +59,7 @@ class SnapshotStream(Stream):
         if not self.replication_key:
             self.snapshot_at = snapshot_instant(tap)
             schema = copy.deepcopy(self.schema)
-            schema["properties"][SNAPSHOT_AT] = _SNAPSHOT_PROPERTY.to_dict()[SNAPSHOT_AT]
+            schema["properties"][SNAPSHOT_AT] = SNAPSHOT_AT_PROPERTY.to_dict()[SNAPSHOT_AT]
             schema.setdefault("required", []).append(SNAPSHOT_AT)
             # The streams declare both as class attributes (shadowing the SDK's properties,
             # one of them read-only), so the per-instance values go on the instance.
@@ -90,49 +79,3 @@ class SnapshotStream(Stream):
         if self.snapshot_at is not None:
             row[SNAPSHOT_AT] = self.snapshot_at
         return row
-
-
-FULL_TABLE_SNAPSHOT = th.PropertiesList(
-    th.Property("stream", th.StringType, required=True, description="The full-table stream."),
-    th.Property(
-        SNAPSHOT_AT,
-        th.DateTimeType,
-        required=True,
-        description="The snapshot: the snapshotAt of that stream's rows in this run.",
-    ),
-    th.Property(
-        "completedAt",
-        th.DateTimeType,
-        description="When the tap had written every row of the snapshot (UTC).",
-    ),
-).to_dict()
-
-
-class FullTableSnapshotsStream(Stream):
-    """One row per full-table stream synced in full in this run; synced after all others
-    (the tap's ``streams`` puts it last).
-
-    Written only when every stream before it succeeded (the SDK stops at the first failure),
-    so its rows are the "snapshot complete" signal the models read.
-    """
-
-    name = "full_table_snapshots"
-    primary_keys = ("stream", SNAPSHOT_AT)
-    schema = FULL_TABLE_SNAPSHOT
-
-    def __init__(self, tap: Tap, *, snapshot_streams: t.Sequence[SnapshotStream]) -> None:
-        super().__init__(tap)
-        self.snapshot_streams = snapshot_streams
-
-    @override
-    def get_records(self, context: Context | None) -> t.Iterable[dict[str, t.Any]]:
-        completed = datetime.datetime.now(tz=datetime.UTC).isoformat(timespec="milliseconds")
-        for stream in self.snapshot_streams:
-            # With a record limit (--test, the SDK's test suite) only the streams that ended
-            # before it were read in full.
-            if stream.snapshot_at is not None and stream.selected and stream.synced_in_full:
-                yield {
-                    "stream": stream.name,
-                    SNAPSHOT_AT: stream.snapshot_at,
-                    "completedAt": completed.replace("+00:00", "Z"),
-                }

@@ -1,0 +1,45 @@
+"""The tap's streams, listed once: ``STREAM_TYPES``, each built by ``discover`` and handed
+the streams listed before it that it reads (``TapStream.reads``), and ``full_table_snapshots``
+after them all. A new stream is its module here, its schema (schemas.py), its line below and
+its tests."""
+
+from __future__ import annotations
+
+import typing as t
+
+from tap_accessgov.streams.app_entitlements import AppEntitlementsStream
+from tap_accessgov.streams.app_users import AppUsersStream
+from tap_accessgov.streams.apps import AppsStream
+from tap_accessgov.streams.automation_exclusions import AutomationExclusionsStream
+from tap_accessgov.streams.base import Discovered
+from tap_accessgov.streams.full_table_snapshots import FullTableSnapshotsStream
+from tap_accessgov.streams.grant_feed import GrantFeedStream
+from tap_accessgov.streams.grants import GrantsStream
+from tap_accessgov.streams.users import UsersStream
+
+if t.TYPE_CHECKING:
+    from singer_sdk import Tap
+    from singer_sdk.streams import Stream
+
+    from tap_accessgov.streams.base import ApiConnection, TapStream
+
+# A stream reads only streams listed before it (the SDK still syncs them by name).
+STREAM_TYPES: tuple[type[TapStream], ...] = (
+    GrantFeedStream,
+    AppsStream,
+    AppEntitlementsStream,
+    AutomationExclusionsStream,
+    UsersStream,
+    AppUsersStream,
+    GrantsStream,
+)
+
+
+def discover(tap: Tap, connection: ApiConnection) -> list[Stream]:
+    """Every stream of ``STREAM_TYPES``, then ``full_table_snapshots``, which says which of
+    them were synced in full."""
+    found = Discovered()
+    for stream_type in STREAM_TYPES:
+        found.add(stream_type.discovered(tap, connection, found))
+    streams = found.all()
+    return [*streams, FullTableSnapshotsStream(tap, snapshot_streams=streams)]

@@ -1,0 +1,83 @@
+"""``app_entitlements``: one partition per app (apps.py; partitions.py: fetched ahead, concurrently),
+and the app entitlements whose automation exclusions the run reads.
+
+Why partitions computed from the apps and not SDK child streams: the SDK syncs a child
+once per parent record, inside the parent's record loop, one at a time; with the whole list of
+apps known first, the next apps' entitlement pages are fetched ahead within
+``max_concurrency`` (partitions.py), as the exclusions of the next entitlements are. A child
+stream would also lose the children of parent records a stream map filters out. The catalog
+is read once per run whether or not ``apps`` and ``app_entitlements`` are selected: when one
+is not, the stream that needs its records reads them through its request loop, unemitted.
+Contexts hold ids only (the SDK writes them into logs and state).
+"""
+
+from __future__ import annotations
+
+import typing as t
+
+from typing_extensions import override
+
+from tap_accessgov import schemas
+from tap_accessgov.paging import QueryPaging, page_body
+from tap_accessgov.streams.apps import AppsStream, PerAppStream
+
+if t.TYPE_CHECKING:
+    import requests
+    from singer_sdk import Tap
+    from singer_sdk.helpers.types import Context
+
+    from tap_accessgov.streams.base import ApiConnection
+
+Record = dict[str, t.Any]
+
+
+class AppEntitlementsStream(QueryPaging, PerAppStream):
+    """``GET /api/v1/apps/{app_id}/entitlements`` for every app, one partition each: the
+    ``AppEntitlement`` of each view, its fields at the top level."""
+
+    name = "app_entitlements"
+    path = "/api/v1/apps/{appId}/entitlements"
+    primary_keys = ("appId", "id")
+    schema = schemas.APP_ENTITLEMENT
+
+    def __init__(self, tap: Tap, *, connection: ApiConnection, apps: AppsStream) -> None:
+        super().__init__(tap, connection=connection, apps=apps)
+        self._read: dict[str, list[tuple[str, bool]]] = {}  # app id -> (id, automated)
+
+    @override
+    def records(self, context: Context | None) -> t.Iterator[Record]:
+        """One app's entitlements; once all are read, which of them have automation on."""
+        if not context:
+            return
+        read = []
+        for record in self.partition_records(context):
+            read.append((record["id"], record.get("isAutomationEnabled") is True))
+            yield record
+        self._read[context["appId"]] = read
+
+    def entitlements_for_exclusions(self, *, automated_only: bool) -> list[tuple[str, str]]:
+        """(app id, entitlement id) of every app entitlement with automation on (or of all),
+        in catalog order; the apps not read yet in this run are read now, concurrently."""
+        found = []
+        for partition in self.partitions:
+            if partition["appId"] not in self._read:
+                for _ in self.records(partition):
+                    pass
+            found += [
+                (partition["appId"], entitlement_id)
+                for entitlement_id, automated in self._read.get(partition["appId"], [])
+                if automated or not automated_only
+            ]
+        return found
+
+    @override
+    def parse_response(self, response: requests.Response) -> t.Iterable[Record]:
+        """The ``appEntitlement`` of each view; one without an id is skipped, with a warning."""
+        for view in page_body(response).get("list") or []:
+            entitlement = (view or {}).get("appEntitlement") or {}
+            if entitlement.get("id"):
+                yield entitlement
+            else:
+                self.logger.warning(
+                    "Skipping an app entitlement without an id (%s)", response.request.path_url
+                )

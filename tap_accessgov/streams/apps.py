@@ -1,0 +1,80 @@
+"""``apps``: every app of the tenant, read once per run, and the base of the streams read app
+by app (``app_entitlements``, ``app_users``, ``grants``: one partition per app, whether or not
+``apps`` is selected)."""
+
+from __future__ import annotations
+
+import typing as t
+
+from typing_extensions import override
+
+from tap_accessgov import schemas
+from tap_accessgov.paging import QueryPaging, page_body
+from tap_accessgov.streams.base import AccessGovStream
+from tap_accessgov.streams.partitions import ConcurrentPartitionsStream
+
+if t.TYPE_CHECKING:
+    import requests
+    from singer_sdk import Tap
+    from singer_sdk.helpers.types import Context
+
+    from tap_accessgov.streams.base import ApiConnection
+
+Record = dict[str, t.Any]
+
+
+class AppsStream(QueryPaging, AccessGovStream):
+    """``GET /api/v1/apps``: every app of the tenant, every field the service sends."""
+
+    name = "apps"
+    path = "/api/v1/apps"
+    primary_keys = ("id",)
+    schema = schemas.APP
+
+    def __init__(self, tap: Tap, *, connection: ApiConnection) -> None:
+        super().__init__(tap, connection=connection)
+        self._app_ids: list[str] | None = None
+
+    @override
+    def records(self, context: Context | None) -> t.Iterator[Record]:
+        """Every app, keeping their ids once the list is complete."""
+        app_ids = []
+        for record in self.request_records(None):
+            app_ids.append(record["id"])
+            yield record
+        self._app_ids = app_ids
+
+    def app_ids(self) -> list[str]:
+        """The ids of every app, in the service's order: read once per run."""
+        if self._app_ids is None:
+            for _ in self.records(None):
+                pass
+        return self._app_ids or []
+
+    @override
+    def parse_response(self, response: requests.Response) -> t.Iterable[Record]:
+        """Apps of ``list``; one without an id cannot be keyed and is skipped, with a warning."""
+        for app in page_body(response).get("list") or []:
+            if app.get("id"):
+                yield app
+            else:
+                self.logger.warning("Skipping an app without an id (%s)", app.get("displayName"))
+
+
+class PerAppStream(ConcurrentPartitionsStream):
+    """A stream read app by app: one partition per app of the catalog (named like the record
+    field ``appId``), fetched ahead within ``max_concurrency`` (partitions.py)."""
+
+    reads = {"apps": AppsStream}
+
+    def __init__(self, tap: Tap, *, connection: ApiConnection, apps: AppsStream) -> None:
+        super().__init__(tap, connection=connection)
+        self.apps = apps
+
+    @override
+    def list_partitions(self) -> list[dict[str, t.Any]]:
+        return [{"appId": app_id} for app_id in self.apps.app_ids()]
+
+    @override
+    def describe(self, context: Context) -> str:
+        return f"app {context['appId']}"

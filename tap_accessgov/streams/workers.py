@@ -1,0 +1,48 @@
+"""Worker threads of one sync: HTTP work of a stream ahead of the SDK, in threads that end with
+the sync that started them.
+
+The SDK syncs partitions one after another and has no concurrency (sdk#183, sdk#2121); with
+hundreds of entitlements or a years-long grant feed the run is one request latency after
+another. Here the SDK still drives the sync (contexts, records, state, child streams, one
+writer on stdout, all in the main thread); only HTTP work runs in ``Workers``, through the
+stream's own request loop (same paging, retries, authenticator and request budget). A stream
+starts them with ``AccessGovStream.start_workers`` and the base ends them when its sync ends
+(``TapStream.sync``): the partitions fetched ahead (partitions.py) and the grant feed's time
+windows (grant_feed_windows.py) share them. Closing them sets the stream's stop event, which
+ends every wait in the request path at once, cancels what has not started and joins the
+threads: none outlives its sync.
+"""
+
+from __future__ import annotations
+
+import threading
+import typing as t
+from concurrent.futures import Future, ThreadPoolExecutor
+
+_T = t.TypeVar("_T")
+
+
+class Workers:
+    """``count`` threads for one sync; ``stop`` is the stream's event that ends their waits."""
+
+    def __init__(self, count: int, stop: threading.Event, name: str) -> None:
+        stop.clear()
+        self.count = count
+        self.stop = stop
+        self._executor = ThreadPoolExecutor(max_workers=count, thread_name_prefix=name)
+        self.closed = False
+
+    def submit(self, fn: t.Callable[..., _T], *args: t.Any) -> Future[_T]:
+        return self._executor.submit(fn, *args)
+
+    def close(self) -> None:
+        """Stop: waits end, pending work is cancelled, running work ends at its next request
+        (at most the HTTP call in progress), and the threads are joined."""
+        if self.closed:
+            return
+        self.closed = True
+        self.stop.set()
+        try:
+            self._executor.shutdown(wait=True, cancel_futures=True)
+        finally:
+            self.stop.clear()  # the threads are gone; the main thread's requests go on
