@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from emulator import Dataset, Emulator
+from emulator import Dataset, Emulator, unpopulated
 from emulator.catalog import app_entitlement_object, app_object
 from support import emulator_environment_env
 from tap_accessgov import schemas
@@ -67,6 +67,12 @@ def truth_exclusions(emulator: Emulator) -> Counter:
         for app_id, entitlement_id in emulator.dataset.exclusion_entitlements
         for entry in emulator.dataset.exclusion_entries(app_id, entitlement_id)
     )
+
+
+def truth_users(emulator: Emulator) -> set[str]:
+    """The ids ``users`` holds: the directory and the users of the exclusion entries."""
+    directory = {user.user_id for user in emulator.dataset.directory_users()}
+    return directory | {u for _, _, u in truth_exclusions(emulator)}
 
 
 def test_meltano_run_into_postgres_as_shipped(
@@ -223,9 +229,7 @@ def test_tap_piped_into_target_jsonl(
     assert Counter(
         (r["appId"], r["appEntitlementId"], r["userId"]) for r in rows("automation_exclusions")
     ) == truth_exclusions(emulator)
-    assert sorted(r["id"] for r in rows("users")) == sorted(
-        {u for _, _, u in truth_exclusions(emulator)}
-    )
+    assert sorted(r["id"] for r in rows("users")) == sorted(truth_users(emulator))
 
     before = emulator.dataset.total
     emulator.add_events(count=60)
@@ -400,7 +404,11 @@ def test_tap_piped_into_target_postgres_validating_loads_the_newest_shapes_exact
     assert by_key(rows("app_entitlements"), "appId", "id") == by_key(
         expected(entitlements, schemas.APP_ENTITLEMENT), "appId", "id"
     )
-    users = [ds.user(user_id) for user_id in {u for _, _, u in truth_exclusions(emulator)}]
+    # the directory's users, as it sends them (unset fields empty, as the catalog does)
+    users = [
+        unpopulated.filled(ds.directory.record(u), unpopulated.USER) for u in ds.directory.listed()
+    ]
+    assert {user["id"] for user in users} == truth_users(emulator)
     assert by_key(rows("users"), "id") == by_key(expected(users, schemas.USER), "id")
     assert Counter(
         (r["appId"], r["appEntitlementId"], r["userId"]) for r in rows("automation_exclusions")
@@ -432,7 +440,7 @@ def test_tap_piped_into_target_postgres_validating_loads_changed_shapes(
     assert count("apps") == len(ds.current_apps())
     assert count("grant_feed") == len(ds.feed_entries())
     assert count("automation_exclusions") == sum(truth_exclusions(emulator).values())
-    assert count("users") == len({u for _, _, u in truth_exclusions(emulator)})
+    assert count("users") == len(truth_users(emulator))
     tickets = connection.execute(
         f'''SELECT feed->>'ticketId' FROM "{schema}".grant_feed WHERE feed ? 'ticketId' '''
     ).fetchall()

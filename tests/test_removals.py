@@ -96,7 +96,10 @@ def service_now(ds: Dataset, as_of: int) -> dict[str, t.Any]:
     """What the models must show for the service as it is now."""
     return {
         "models": truth(ds, as_of),
-        "users": Counter({row["user_id"] for row in ds.excluded_users()}),
+        "users": Counter(
+            {row["user_id"] for row in ds.excluded_users()}
+            | {user.user_id for user in ds.directory_users()}
+        ),
         "entitlements": Counter(
             (app.id, entitlement_id)
             for position, app in enumerate(ds.catalog_apps)
