@@ -10,9 +10,9 @@ another's records through that stream's request loop (``app_entitlements`` and t
 streams list the apps, ``users`` the exclusions when ``automation_exclusions`` has not run
 yet) spends the time, the other stream counts the requests. The total is the emulator's count.
 
-Tenants as in grants_ways_benchmark.py: ``demo`` (the emulator's defaults, what
-``tasks.py demo`` extracts) and ``large`` (200 apps, 2,000 app entitlements, about 20,000
-accounts).
+Tenants as in grants_ways_benchmark.py: ``demo`` (the emulator's defaults: 8 apps with
+grants in a catalog of 120, 2,000 users and as many more in the directory, 20,000 events) and
+``large`` (200 apps, 2,000 app entitlements, about 20,000 accounts).
 
     .venv/bin/python scripts/first_run_benchmark.py [--tenants demo,large] [--latency 0.05]
 """
