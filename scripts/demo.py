@@ -8,8 +8,9 @@
    load, then the access-history models (transform/) built over what was loaded;
 3. answers compliance questions from the models (DuckDB file .demo/accessgov.duckdb, or the
    PostgreSQL schema <schema>_analytics);
-4. adds events to the emulator and runs again: only the new events (and those at the
-   bookmark instant) arrive, the models are rebuilt and answer again;
+4. adds events to the emulator, has approvers decide some open tasks, and runs again: only the
+   new events and the tasks created or decided since (and those at the bookmark instants)
+   arrive, the models are rebuilt and answer again;
 5. stops the emulator (and the demo's own PostgreSQL), also when something fails.
 """
 
@@ -42,6 +43,7 @@ DUCKDB_FILE = DEMO / "accessgov.duckdb"
 POSTGRES_DATA = DEMO / "postgres"  # the data directory of --postgres's server
 PORT = 8765  # python -m emulator's default: the api_url of meltano.yml's emulator environment
 AS_OF_DAYS = 90  # the point-in-time question: who held it this many days ago
+CLOSED_TASKS = 25  # open tasks the approvers decide between the two runs
 
 BUSIEST = """
     SELECT events.app_id, events.app_entitlement_id,
@@ -129,6 +131,33 @@ QUESTIONS = {
         FROM {models}.access_as_of
         WHERE app_id = '{app_id}' AND app_entitlement_id = '{app_entitlement_id}'
         ORDER BY granted_at DESC NULLS LAST, app_user_id LIMIT 10
+    """,
+    "Grants without an approval, by reason (grants_without_approval)": """
+        SELECT reason, count(*) AS grants, count(DISTINCT app_user_id) AS app_users,
+               min(granted_at) AS first_granted, max(granted_at) AS last_granted
+        FROM {models}.grants_without_approval
+        GROUP BY reason ORDER BY grants DESC, reason
+    """,
+    "Self-approved grants, with the people involved (grants_without_approval; latest 10; "
+    "a person's id where the users read do not name them)": """
+        SELECT granted_at, app_display_name AS app, app_entitlement_display_name AS entitlement,
+               coalesce(grantee_name, grantee_user_id) AS grantee,
+               coalesce(requested_by_name, requested_by_user_id) AS requested_by,
+               coalesce(approved_by_name, approved_by_user_id) AS approved_by, ticket_id,
+               count(*) OVER () AS in_total
+        FROM {models}.grants_without_approval
+        WHERE reason = 'self_approved'
+        ORDER BY granted_at DESC, app, entitlement LIMIT 10
+    """,
+    "Decertified in a closed access review and still held (access_review_decisions; first 10)": """
+        SELECT access_review_name AS review, access_review_closed_at AS review_closed,
+               app_display_name AS app, app_entitlement_display_name AS entitlement,
+               app_user_id, coalesce(subject_name, subject_user_id) AS holder,
+               coalesce(reviewer_name, reviewer_user_id) AS reviewer, decided_at,
+               count(*) OVER () AS in_total
+        FROM {models}.access_review_decisions
+        WHERE decertified_still_held
+        ORDER BY review_closed DESC, app, entitlement, app_user_id LIMIT 10
     """,
 }
 
@@ -353,6 +382,8 @@ def run_demo(
 
     added = emulator.control("events", {"count": args.new_events})
     print(f"\nThe emulator now has {added.get('total', '?')} grant events ({args.new_events} new).")
+    decided = emulator.control("close-tasks", {"count": CLOSED_TASKS})["closed"]
+    print(f"Approvers decided {len(decided)} open tasks (the next run reads them again).")
     meltano("run", *pipeline, env=env, log="run-2.log")
     second = answers(database, "After the second (incremental) run", as_of)
 

@@ -9,6 +9,7 @@ the GET lists say it in the query string (``QueryPaging``), the feed in its body
 from __future__ import annotations
 
 import json
+import logging
 import typing as t
 from dataclasses import dataclass, field
 
@@ -64,6 +65,22 @@ def page_body(page: Page | requests.Response) -> dict[str, t.Any]:
         msg = "expected the Page the request path answers (parsed once), got a bare response"
         raise TypeError(msg)
     return page.body
+
+
+def viewed_objects(
+    page: Page | requests.Response,
+    member: str,
+    logger: logging.Logger | logging.LoggerAdapter[logging.Logger],
+) -> t.Iterator[dict[str, t.Any]]:
+    """The ``member`` object of each view of a page's ``list`` (``appEntitlement`` of an
+    AppEntitlementView, ``task`` of a TaskView...): the service's lists wrap each object in a
+    view. One without an id cannot be keyed and is skipped, with a warning naming the call."""
+    for view in page_body(page).get("list") or []:
+        found = (view or {}).get(member) or {}
+        if found.get("id"):
+            yield found
+        else:
+            logger.warning("Skipping a %s without an id (%s)", member, where(page.request))
 
 
 class RepeatedPageTokenError(FatalAPIError):

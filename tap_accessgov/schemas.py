@@ -11,6 +11,8 @@ schema does not allow is handled once for every stream (conformance.py).
 
 from __future__ import annotations
 
+import typing as t
+
 from singer_sdk import typing as th
 
 STRING = th.StringType
@@ -270,6 +272,177 @@ GRANT = th.PropertiesList(
         description="The app entitlements (groups, roles) it comes through; empty: direct.",
     ),
     th.Property("originatingTicketId", STRING, description="The task that made it, if any."),
+).to_dict()
+
+
+# Tasks (tickets): the Task object as sent; its type a oneof whose unknown members pass
+# through, its policy's history the approval steps (streams/tasks.py).
+def _task_subject(*extra: th.Property[t.Any]) -> th.ObjectType:
+    """A task type about a grant (grant, revoke, certify): what it is about, its outcome."""
+    return th.ObjectType(
+        th.Property("appId", STRING),
+        th.Property("appEntitlementId", STRING),
+        th.Property("appUserId", STRING),
+        th.Property("identityUserId", STRING, description="The user the task is about."),
+        th.Property("outcome", STRING, description="Absent while the task is open."),
+        th.Property("outcomeTime", th.DateTimeType),
+        *extra,
+        additional_properties=True,
+    )
+
+
+def _approval_action(at: str) -> th.ObjectType:
+    return th.ObjectType(
+        th.Property("userId", STRING), th.Property(at, th.DateTimeType), additional_properties=True
+    )
+
+
+TASK_POLICY_STEP = th.ObjectType(
+    th.Property("id", STRING),
+    th.Property("state", STRING),
+    th.Property("policyGenerationId", STRING),
+    th.Property(
+        "approval",
+        th.ObjectType(
+            th.Property("state", STRING),
+            th.Property("assignedAt", th.DateTimeType),
+            th.Property(
+                "approved", _approval_action("approvedAt"), description="Who approved, when."
+            ),
+            th.Property("denied", _approval_action("deniedAt"), description="Who denied, when."),
+            additional_properties=True,
+        ),
+    ),
+    additional_properties=True,
+)
+
+TASK = th.PropertiesList(
+    th.Property("id", STRING, required=True),
+    th.Property("numericId", INT64, description="The ticket number (int64, sent as a string)."),
+    th.Property("displayName", STRING),
+    th.Property("description", STRING, description="The requester's justification."),
+    th.Property("state", STRING, description="TASK_STATE_OPEN, _CLOSED, ... (passed through)"),
+    th.Property("processing", STRING),
+    th.Property("origin", STRING, description="TASK_ORIGIN_WEBAPP, _JIRA, ... (passed through)"),
+    th.Property("createdAt", th.DateTimeType),
+    th.Property(
+        "updatedAt",
+        th.DateTimeType,
+        description="As sent. Replication key: the bookmark is the instant a run started.",
+    ),
+    th.Property("deletedAt", th.DateTimeType),
+    th.Property("createdByUserId", STRING, description="Who opened the task."),
+    th.Property("userId", STRING, description="The user the task is about."),
+    th.Property("approverIds", STRINGS),
+    th.Property("stepApproverIds", STRINGS),
+    th.Property("emergencyAccess", th.BooleanType),
+    th.Property(
+        "externalRefs",
+        th.ArrayType(
+            th.ObjectType(
+                th.Property("externalRefSource", STRING),
+                th.Property("name", STRING),
+                th.Property("url", STRING),
+            )
+        ),
+        description="External references, e.g. a Jira issue.",
+    ),
+    th.Property(
+        "type",
+        th.ObjectType(
+            th.Property("grant", _task_subject(th.Property("grantDuration", STRING))),
+            th.Property("revoke", _task_subject()),
+            th.Property(
+                "certify",
+                _task_subject(
+                    th.Property("accessReviewId", STRING),
+                    th.Property("accessReviewSelection", STRING),
+                ),
+            ),
+            th.Property(
+                "offboarding",
+                th.ObjectType(
+                    th.Property("subjectUserId", STRING),
+                    th.Property("outcome", STRING),
+                    th.Property("outcomeTime", th.DateTimeType),
+                ),
+            ),
+            th.Property("action", FREE_FORM),
+            th.Property("finding", FREE_FORM),
+            additional_properties=True,
+        ),
+        description="One member, named after the task's type; unknown types pass through.",
+    ),
+    th.Property(
+        "policy",
+        th.ObjectType(
+            th.Property("history", th.ArrayType(TASK_POLICY_STEP), description="Steps done."),
+            additional_properties=True,
+        ),
+    ),
+    th.Property("actions", STRINGS),
+    th.Property("analysisId", STRING),
+    th.Property("annotations", OBJECTS),
+    th.Property("commentCount", th.IntegerType),
+    th.Property("data", FREE_FORM),
+    th.Property("form", FREE_FORM),
+    th.Property("insightIds", STRINGS),
+    th.Property("policyGenerationId", STRING),
+    th.Property("recommendation", STRING),
+    th.Property("revocationTargets", OBJECTS),
+).to_dict()
+
+# Access reviews (campaigns): the AccessReview object (streams/access_reviews.py).
+ACCESS_REVIEW = th.PropertiesList(
+    th.Property("id", STRING, required=True),
+    th.Property("displayName", STRING),
+    th.Property("description", STRING),
+    th.Property(
+        "state", STRING, description="ACCESS_REVIEW_STATE_OPEN, _CLOSED, ... (passed through)"
+    ),
+    th.Property("createdAt", th.DateTimeType),
+    th.Property("updatedAt", th.DateTimeType),
+    th.Property("scheduledStartDate", th.DateTimeType),
+    th.Property("startedAt", th.DateTimeType),
+    th.Property("closedAt", th.DateTimeType),
+    th.Property("completionDate", th.DateTimeType, description="When it is due."),
+    th.Property("connectorSourcesFrozenAt", th.DateTimeType),
+    th.Property("createdById", STRING),
+    th.Property("policyId", STRING),
+    th.Property("accessReviewTemplateId", STRING),
+    th.Property("scopeType", STRING),
+    th.Property("scopingVersion", INT64, description="int64, sent as a string by the service."),
+    th.Property("reviewInstructions", STRING),
+    th.Property("defaultView", STRING),
+    th.Property("errorState", STRING),
+    th.Property("accuracyIssueAction", STRING),
+    th.Property("autoCloseCampaign", th.BooleanType),
+    th.Property("autoCloseDecision", STRING),
+    th.Property("autoGenerateReport", th.BooleanType),
+    th.Property("autoResolve", th.BooleanType),
+    th.Property("autoStartCampaign", th.BooleanType),
+    th.Property("exemptCertifiedAccessConflicts", th.BooleanType),
+    th.Property("expectedTicketCount", th.IntegerType),
+    th.Property("hasAccuracySupport", th.BooleanType),
+    th.Property("usePolicyOverride", th.BooleanType),
+    *(
+        th.Property(name, FREE_FORM)
+        for name in (
+            "bindings",
+            "campaignHealth",
+            "campaignInsights",
+            "columnConfig",
+            "exclusionScope",
+            "inclusionScope",
+            "multiApp",
+            "notificationConfig",
+            "reviewerAttributeConfig",
+            "scope",
+            "scopeV2",
+            "signatureConfig",
+            "singleApp",
+        )
+    ),
 ).to_dict()
 
 # Every record of a full-table stream carries the run's snapshot (streams/snapshots.py).

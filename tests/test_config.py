@@ -287,7 +287,7 @@ def test_a_passing_connection_test_says_so_without_errors(tmp_path) -> None:
     assert len(passed) == 1
     assert passed[0].endswith(
         "Connection test passed: an access token was obtained and each stream answered "
-        "(grant_feed, apps, app_entitlements, automation_exclusions, users, app_users, grants)"
+        f"({', '.join(STREAMS)})"
     )
 
 

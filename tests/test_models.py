@@ -501,16 +501,19 @@ def spark_models(
 def test_models_on_spark_equal_the_emulators_truth(
     meltano_plugins: None, e2e_emulator: Emulator, tmp_path: Path
 ) -> None:
-    """One Spark build (a JVM start, a Hive metastore created) over what two runs loaded: the
+    """Two Spark builds (a JVM start, a Hive metastore created) over what two runs loaded: the
     first with unset fields omitted, the second, after new events, with them sent empty (as a
     service release may change its marshalling), so the files hold both shapes, every
-    full-table stream twice and the bookmark instant's events again."""
+    full-table stream twice and the bookmark instant's events again. The second build
+    appends to the history models (their incremental path)."""
+    import duckdb
+
     ds = e2e_emulator.dataset
     as_of = as_of_instant(ds)
     env, query = spark_models(e2e_emulator, tmp_path, as_of)
 
     e2e_emulator.emit_unpopulated = False
-    meltano("run", "tap-accessgov", "target-jsonl", env=env)
+    meltano("run", "tap-accessgov", "target-jsonl", "dbt-spark:build", env=env)
     e2e_emulator.add_events(count=NEW_EVENTS)
     e2e_emulator.emit_unpopulated = True
     meltano("run", "tap-accessgov", "target-jsonl", "dbt-spark:build", env=env)
@@ -518,6 +521,21 @@ def test_models_on_spark_equal_the_emulators_truth(
     # Spark ran on a JVM, and not on the Java 11 first on PATH (the build would have failed):
     # on the one the utility installed (scripts/dbt_spark.py)
     compare(query, truth(ds, as_of))
+    # Nothing was removed between the runs: the log holds each exclusion added once and both
+    # snapshots read, and every exclusion is current, seen first in one and last in the other.
+    tables = tmp_path / "spark-warehouse" / "access.db"
+    with duckdb.connect() as db:
+        changes = db.execute(
+            "SELECT change_type, count(*), count(DISTINCT snapshot_at) "
+            f"FROM read_parquet('{tables}/history_automation_exclusions/*.parquet') GROUP BY 1"
+        ).fetchall()
+        history = db.execute(
+            "SELECT app_id, app_entitlement_id, user_id, is_current, first_seen_at < last_seen_at "
+            f"FROM read_parquet('{tables}/automation_exclusion_history/*.parquet')"
+        ).fetchall()
+    exclusions = {(r["app_id"], r["app_entitlement_id"], r["user_id"]) for r in ds.excluded_users()}
+    assert sorted(changes) == [("added", len(exclusions), 1), ("snapshot", 2, 2)]
+    assert sorted(history) == sorted((*key, True, True) for key in exclusions)
 
     # The SQL Spark ran, quoted as BigQuery quotes (backticks), parses as BigQuery's
     # (tests/test_portability.py parses DuckDB's as Snowflake's).
@@ -629,6 +647,9 @@ def test_staging_reads_unset_fields_as_null_and_the_latest_copy_on_duckdb(
                 "grants",
             )
         ],
+        # streams this test does not look at, loaded empty
+        "tasks": [],
+        "access_reviews": [],
     }
     for stream, lines in rows.items():
         (jsonl / f"{stream}.jsonl").write_text("".join(line + "\n" for line in lines))

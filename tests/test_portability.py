@@ -130,6 +130,11 @@ def compiled_with_probes(meltano_plugins: None, tmp_path_factory: pytest.TempPat
     shutil.copytree(TRANSFORM, project, ignore=shutil.ignore_patterns("target", "logs"))
     for name, sql in PROBES.items():
         (project / "models" / name).write_text(sql)
+    # A history model compiles to its full SQL only where its stream was loaded (an absent
+    # raw table gives an empty select): an empty file of each stream is enough to compile.
+    (work / "jsonl").mkdir()
+    for model in (project / "models" / "history").glob("history_*.sql"):
+        (work / "jsonl" / f"{model.stem.removeprefix('history_')}.jsonl").touch()
     env = {
         **os.environ,
         "MELTANO_SEND_ANONYMOUS_USAGE_STATS": "false",
@@ -151,6 +156,10 @@ def test_every_model_parses_as_snowflake_and_bigquery_sql(compiled_with_probes: 
     )
     theirs = {name: found for name, found in problems.items() if "probe_" not in name}
     assert theirs == {}
+    history = compiled_models(compiled_with_probes.parent / "target")[
+        "models/history/history_automation_exclusions.sql"
+    ]
+    assert "'removed' as change_type" in history, "the history's full SQL was checked"
     assert len(compiled_models(compiled_with_probes.parent / "target")) >= 13 + len(PROBES)
 
 

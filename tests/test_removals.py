@@ -10,6 +10,12 @@
    rebuilt models equal the second run's;
 4. the app entitlement is added again and a fourth run completes: the models show the third
    removal, and the entitlement's exclusions are back.
+
+Every build is followed by the prune (``prune_raw_snapshots``, as the shipped job runs it):
+after each step the loaded tables hold only the copies kept (the latest complete snapshot of
+each stream, and the killed run's partial one, newer), yet automation_exclusion_history equals
+the history the emulator's states make, instant for instant (issue 28, history without a
+copy per run).
 """
 
 from __future__ import annotations
@@ -28,6 +34,9 @@ from tests.conftest import BIN, CREDENTIAL, ROOT, meltano
 from tests.test_models import as_of_instant, compare, duckdb_models, postgres_models, truth
 
 Query = t.Callable[[str], list[tuple]]
+# Per full-table stream: the distinct snapshotAt of its loaded rows, and their number.
+RawCopies = t.Callable[[], dict[str, tuple[int, int]]]
+FULL_TABLE = ("apps", "app_entitlements", "automation_exclusions", "users")
 
 
 def exclusions_by_entitlement(ds: Dataset) -> dict[tuple[str, str], list[str]]:
@@ -91,6 +100,41 @@ def check_staging_and_history(
         assert removed is None or removed > last, key
     instants = {row[4] for row in history} | {row[5] for row in history}
     assert len(instants) == snapshots, "one instant per complete snapshot"
+
+
+def check_history_is_the_truth(query: Query, states: list[set[tuple[str, str, str]]]) -> None:
+    """automation_exclusion_history, row for row, as the service's states at the complete
+    runs make it: per exclusion ever held, the first and the last run's snapshot that held it
+    and the next run's snapshot after that (its removal), current when the last run held it."""
+    instants = [
+        row[0]
+        for row in query(
+            "SELECT snapshot_at FROM {schema}.history_automation_exclusions "
+            "WHERE change_type = 'snapshot' ORDER BY snapshot_at"
+        )
+    ]
+    assert len(instants) == len(states), "one snapshot read per complete run"
+    expected = set()
+    for key in set().union(*states):
+        held = [n for n, state in enumerate(states) if key in state]
+        after = held[-1] + 1
+        removed = instants[after] if after < len(states) else None
+        expected.add((*key, instants[held[0]], instants[held[-1]], removed, removed is None))
+    found = set(
+        query(
+            "SELECT app_id, app_entitlement_id, user_id, first_seen_at, last_seen_at, "
+            "removed_at, is_current FROM {schema}.automation_exclusion_history"
+        )
+    )
+    assert found == expected, (len(found - expected), len(expected - found))
+
+
+def check_raw_copies(raw_copies: RawCopies, expected: dict[str, tuple[int, int]]) -> None:
+    """The loaded full-table rows are the copies kept, and full_table_snapshots one row per
+    stream: the prune deleted every older copy."""
+    found = raw_copies()
+    assert {s: found[s] for s in expected} == expected
+    assert found["full_table_snapshots"] == (1, len(FULL_TABLE))
 
 
 def service_now(ds: Dataset, as_of: int) -> dict[str, t.Any]:
@@ -189,21 +233,35 @@ def killed_run(emulator: Emulator, env: dict[str, str], *task: str) -> None:
     assert CREDENTIAL.client_secret not in logged
 
 
+def one_copy(ds: Dataset, expected: dict[str, t.Any]) -> dict[str, tuple[int, int]]:
+    """The loaded rows after a complete run and the prune: one copy of each stream."""
+    return {
+        "automation_exclusions": (1, len(expected["exclusions"])),
+        "users": (1, len(expected["users"])),
+        "app_entitlements": (1, len(expected["entitlements"])),
+        "apps": (1, len(ds.current_apps())),
+    }
+
+
 def scenario(
     emulator: Emulator,
     query: Query,
-    loaded_snapshots: t.Callable[[], int],
+    raw_copies: RawCopies,
     load_and_build: t.Callable[[], None],
     load_killed: t.Callable[[], None],
     build: t.Callable[[], None],
 ) -> None:
+    """Each of ``load_and_build`` and ``build`` ends with the prune."""
     ds = emulator.dataset
     as_of = as_of_instant(ds)
     removals = pick_removals(ds)
     ever = exclusion_keys(ds)
 
     load_and_build()
-    check(query, service_now(ds, as_of), ever, snapshots=1)
+    first = service_now(ds, as_of)
+    check(query, first, ever, snapshots=1)
+    check_history_is_the_truth(query, [first["exclusions"]])
+    check_raw_copies(raw_copies, one_copy(ds, first))
 
     for kind in ("exclusion", "entitlement", "user"):
         emulator.remove(**removals[kind])
@@ -217,12 +275,19 @@ def scenario(
     assert removed_entitlement not in second["entitlements"]
     load_and_build()
     check(query, second, ever, snapshots=2)
+    check_history_is_the_truth(query, [first["exclusions"], second["exclusions"]])
+    check_raw_copies(raw_copies, one_copy(ds, second))
 
     emulator.remove(**removals["later"])
     load_killed()
-    assert loaded_snapshots() == 3, "the killed run loaded rows of its own snapshot"
+    copies, rows = raw_copies()["automation_exclusions"]
+    assert copies == 2, "the killed run loaded rows of its own snapshot"
+    assert rows > len(second["exclusions"])
     build()
     check(query, second, ever, snapshots=2)
+    check_history_is_the_truth(query, [first["exclusions"], second["exclusions"]])
+    # the partial copy is newer than the snapshot the history read: kept, never read
+    assert raw_copies()["automation_exclusions"] == (copies, rows)
 
     emulator.restore(**removals["entitlement"])  # added again: back in the models
     load_and_build()
@@ -240,6 +305,9 @@ def scenario(
         | back
     )
     check(query, fourth, ever, snapshots=3)
+    states = [first["exclusions"], second["exclusions"], fourth["exclusions"]]
+    check_history_is_the_truth(query, states)
+    check_raw_copies(raw_copies, one_copy(ds, fourth))
 
 
 def test_removals_reach_the_duckdb_models_and_a_killed_run_changes_nothing(
@@ -249,22 +317,27 @@ def test_removals_reach_the_duckdb_models_and_a_killed_run_changes_nothing(
 
     env, query = duckdb_models(e2e_emulator, tmp_path, as_of_instant(e2e_emulator.dataset))
 
-    def loaded_snapshots() -> int:
+    def raw_copies() -> dict[str, tuple[int, int]]:
+        found = {}
         with duckdb.connect() as db:
-            found = db.execute(
-                "SELECT count(DISTINCT snapshotAt) FROM read_json(?, format='newline_delimited')",
-                [str(tmp_path / "jsonl" / "automation_exclusions.jsonl")],
-            ).fetchone()
-        assert found is not None
-        return int(found[0])
+            for stream in (*FULL_TABLE, "full_table_snapshots"):
+                counted = db.execute(
+                    "SELECT count(DISTINCT snapshotAt), count(*) "
+                    "FROM read_json(?, format='newline_delimited')",
+                    [str(tmp_path / "jsonl" / f"{stream}.jsonl")],
+                ).fetchone()
+                assert counted is not None
+                found[stream] = (int(counted[0]), int(counted[1]))
+        return found
 
+    build_and_prune = ("dbt-duckdb:build", "dbt-duckdb:prune")
     scenario(
         e2e_emulator,
         query,
-        loaded_snapshots,
-        lambda: meltano("run", "tap-accessgov", "target-jsonl", "dbt-duckdb:build", env=env),
+        raw_copies,
+        lambda: meltano("run", "tap-accessgov", "target-jsonl", *build_and_prune, env=env),
         lambda: killed_run(e2e_emulator, env, "tap-accessgov", "target-jsonl"),
-        lambda: meltano("run", "dbt-duckdb:build", env=env),
+        lambda: meltano("run", *build_and_prune, env=env),
     )
 
 
@@ -275,18 +348,22 @@ def test_removals_reach_the_postgres_models_and_a_killed_run_changes_nothing(
     as_of = as_of_instant(e2e_emulator.dataset)
     env, query = postgres_models(e2e_emulator, tmp_path, as_of, connection, schema, warehouse_url)
 
-    def loaded_snapshots() -> int:
-        return int(
-            connection.execute(
-                f'SELECT count(DISTINCT "snapshotAt") FROM "{schema}".automation_exclusions'
-            ).fetchone()[0]
-        )
+    def raw_copies() -> dict[str, tuple[int, int]]:
+        return {
+            stream: tuple(
+                connection.execute(
+                    f'SELECT count(DISTINCT "snapshotAt"), count(*) FROM "{schema}".{stream}'
+                ).fetchone()
+            )
+            for stream in (*FULL_TABLE, "full_table_snapshots")
+        }
 
     scenario(
         e2e_emulator,
         query,
-        loaded_snapshots,
-        lambda: meltano("run", "accessgov", env=env),  # the shipped job: load, then build
+        raw_copies,
+        # the shipped job: load, then build, then prune
+        lambda: meltano("run", "accessgov", env=env),
         lambda: killed_run(e2e_emulator, env, "tap-accessgov", "target-postgres"),
-        lambda: meltano("run", "dbt-postgres:build", env=env),
+        lambda: meltano("run", "dbt-postgres:build", "dbt-postgres:prune", env=env),
     )

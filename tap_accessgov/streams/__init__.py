@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import typing as t
 
+from tap_accessgov.streams.access_reviews import AccessReviewsStream
 from tap_accessgov.streams.app_entitlements import AppEntitlementsStream
 from tap_accessgov.streams.app_users import AppUsersStream
 from tap_accessgov.streams.apps import AppsStream
@@ -15,6 +16,7 @@ from tap_accessgov.streams.base import Discovered
 from tap_accessgov.streams.full_table_snapshots import FullTableSnapshotsStream
 from tap_accessgov.streams.grant_feed import GrantFeedStream
 from tap_accessgov.streams.grants import GrantsStream
+from tap_accessgov.streams.tasks import TasksStream
 from tap_accessgov.streams.users import UsersStream
 
 if t.TYPE_CHECKING:
@@ -32,6 +34,8 @@ STREAM_TYPES: tuple[type[TapStream], ...] = (
     UsersStream,
     AppUsersStream,
     GrantsStream,
+    TasksStream,
+    AccessReviewsStream,
 )
 
 

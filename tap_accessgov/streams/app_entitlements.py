@@ -18,7 +18,7 @@ import typing as t
 from typing_extensions import override
 
 from tap_accessgov import schemas
-from tap_accessgov.paging import QueryPaging, page_body
+from tap_accessgov.paging import QueryPaging, viewed_objects
 from tap_accessgov.streams.apps import AppsStream, PerAppStream
 
 if t.TYPE_CHECKING:
@@ -73,11 +73,4 @@ class AppEntitlementsStream(QueryPaging, PerAppStream):
     @override
     def parse_response(self, response: requests.Response) -> t.Iterable[Record]:
         """The ``appEntitlement`` of each view; one without an id is skipped, with a warning."""
-        for view in page_body(response).get("list") or []:
-            entitlement = (view or {}).get("appEntitlement") or {}
-            if entitlement.get("id"):
-                yield entitlement
-            else:
-                self.logger.warning(
-                    "Skipping an app entitlement without an id (%s)", response.request.path_url
-                )
+        return viewed_objects(response, "appEntitlement", self.logger)

@@ -9,7 +9,7 @@ import typing as t
 from typing_extensions import override
 
 from tap_accessgov import schemas
-from tap_accessgov.paging import QueryPaging, page_body
+from tap_accessgov.paging import QueryPaging, viewed_objects
 from tap_accessgov.streams.apps import PerAppStream
 
 if t.TYPE_CHECKING:
@@ -29,13 +29,6 @@ class AppUsersStream(QueryPaging, PerAppStream):
 
     @override
     def parse_response(self, response: requests.Response) -> t.Iterable[Record]:
-        """The ``appUser`` of each view; one without an id is skipped, with a warning naming
-        the call (never the account's names: personal data)."""
-        for view in page_body(response).get("list") or []:
-            app_user = (view or {}).get("appUser") or {}
-            if app_user.get("id"):
-                yield app_user
-            else:
-                self.logger.warning(
-                    "Skipping an app user without an id (%s)", response.request.path_url
-                )
+        """The ``appUser`` of each view (a warning, never the account's names, for one
+        without an id)."""
+        return viewed_objects(response, "appUser", self.logger)

@@ -17,8 +17,9 @@ it (measured in docs/decisions.md, "Full-table snapshots"). So instead:
   run that fails or is killed half-way writes none, and its partial rows are never part of a
   complete snapshot.
 
-The models read, per stream, the rows of its latest complete snapshot, and keep the earlier
-snapshots as history (when each entry was last seen). A new full-table stream (every stream
+The models read, per stream, the rows of its latest complete snapshot, and keep its history
+in a change log (transform/models/history, one line per stream), after which the earlier
+copies are pruned (prune_raw_snapshots, transform/README.md). A new full-table stream (every stream
 derives from ``SnapshotStream`` through ``TapStream``) gets all of this without code of its own.
 """
 

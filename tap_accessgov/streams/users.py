@@ -16,7 +16,7 @@ from singer_sdk.exceptions import FatalAPIError
 from typing_extensions import override
 
 from tap_accessgov import schemas
-from tap_accessgov.paging import QueryPaging, page_body
+from tap_accessgov.paging import QueryPaging, viewed_objects
 from tap_accessgov.streams.automation_exclusions import (
     AutomationExclusionsStream,
     partition_key,
@@ -75,12 +75,7 @@ class UsersStream(QueryPaging, AccessGovStream):
     @override
     def parse_response(self, response: requests.Response) -> t.Iterable[User]:
         """The ``user`` of each UserView; one without an id is skipped, with a warning."""
-        for view in page_body(response).get("list") or []:
-            user = (view or {}).get("user") or {}
-            if user.get("id"):
-                yield user
-            else:
-                self.logger.warning("Skipping a user without an id (%s)", response.request.path_url)
+        return viewed_objects(response, "user", self.logger)
 
     @override
     def records(self, context: Context | None) -> t.Iterator[User]:

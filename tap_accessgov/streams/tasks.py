@@ -1,0 +1,200 @@
+"""Tasks (the service's tickets): ``POST /api/v1/search/tasks``, every task type, incremental
+on what changed since the last run.
+
+The search has no "updated since" filter, and a task changes after it is created (approved,
+provisioned, closed), so a run that asks only for tasks created since the last one never sees
+the outcome of a task that was open then. A run whose bookmark is ``W`` reads two disjoint
+sets whose union is every task created or decided since ``W``:
+
+- ``createdAfter W``: the tasks created since (whatever their state now), in time windows of
+  ``createdAfter``/``createdBefore`` read concurrently like the grant feed's
+  (grant_feed_windows.py: the same cut, reader and record of completed windows);
+- ``outcomeAfter W`` with ``createdBefore W``: the older tasks that got an outcome since.
+
+Nothing older is read again. The bookmark (``updatedAt``, the SDK's replication key) is the
+latest ``updatedAt`` seen, but never later than the instant the run started (the SDK caps it
+at its signpost, ``get_replication_key_signpost``): a task decided while the run was paging
+past it has an outcome time after the start, so the next run reads it, even when a task
+seen later in the run changed later still. The tasks at the bookmark instant are read again
+(the searches' ``after`` bounds are inclusive), as the grant feed's events are. What a task
+gains without an outcome (a first approval of an open task) is seen when it gets its outcome.
+A first sync reads every task (``start_date`` bounds the grant feed, not the tasks a feed
+event may name).
+
+An interrupted run resumes from its last STATE: completed windows, whether the outcome query
+completed and the latest ``updatedAt`` delivered sit beside the bookmark (``backfill``), with
+the instant the interrupted run started, which stays the run's cap (what changed while it was
+down is read next time). The warehouse keeps each task's latest version (the models dedupe on ``id``).
+"""
+
+from __future__ import annotations
+
+import datetime
+import typing as t
+from functools import cached_property
+
+from typing_extensions import override
+
+from tap_accessgov import schemas
+from tap_accessgov.paging import viewed_objects
+from tap_accessgov.streams.base import AccessGovStream
+from tap_accessgov.streams.grant_feed_windows import (
+    BACKFILL,
+    Backfill,
+    Window,
+    WindowReader,
+    initial_windows,
+)
+from tap_accessgov.timestamps import normalize_timestamp, to_ns
+
+if t.TYPE_CHECKING:
+    import requests
+    from singer_sdk.helpers.types import Context
+
+Record = dict[str, t.Any]
+
+# The completed windows of a run are valid only for the same query (see Backfill.filters).
+WINDOWS_OF = "tasks created"
+SINCE = "since"  # the interrupted run's start, in the backfill state
+OUTCOMES_READ = "outcomesRead"  # whether its outcome query completed
+
+
+class TasksStream(AccessGovStream):
+    """Every task of the tenant, created or decided since the last run (module docstring)."""
+
+    name = "tasks"
+    path = "/api/v1/search/tasks"
+    http_method = "POST"
+    replication_key = "updatedAt"
+    is_sorted = False
+    primary_keys = ("id",)
+    schema = schemas.TASK
+
+    @cached_property
+    def run_start(self) -> str:
+        """The cap of this run's bookmark: when it started, or when the run it resumes did."""
+        saved = self.stream_state.get(BACKFILL)
+        if isinstance(saved, dict) and saved.get(SINCE):
+            return normalize_timestamp(saved[SINCE])
+        return normalize_timestamp(datetime.datetime.now(datetime.UTC).isoformat())
+
+    @override
+    def get_replication_key_signpost(self, context: Context | None = None) -> str:
+        return self.run_start
+
+    @override
+    def records(self, context: Context | None) -> t.Iterable[Record]:
+        return self._changed_tasks()
+
+    def _changed_tasks(self) -> t.Iterator[Record]:
+        state = self.stream_state
+        bookmark = state.get("replication_key_value")
+        since = to_ns(self.run_start)
+        resumed = Backfill.from_state(state, WINDOWS_OF)  # None unless a valid backfill
+        backfill = resumed or Backfill(WINDOWS_OF)
+        outcomes_read = resumed is not None and bool(state[BACKFILL].get(OUTCOMES_READ))
+
+        def save() -> None:
+            state[BACKFILL] = {
+                **backfill.to_state(),
+                SINCE: self.run_start,
+                OUTCOMES_READ: outcomes_read,
+            }
+            self.connection.state_writer.write_state(self.tap_state)
+
+        if backfill.completed:
+            self.logger.info(
+                "Resuming an interrupted tasks sync: %d completed time range(s) from its state "
+                "are not read again",
+                len(backfill.completed),
+            )
+        if bookmark and not outcomes_read:
+            after = normalize_timestamp(bookmark)
+            yield from self._seen(
+                self.request_records({"outcomeAfter": after, "createdBefore": after}), backfill
+            )
+            outcomes_read = True
+            save()
+        low = to_ns(bookmark) if bookmark else self._earliest_created()
+        if low is not None:
+            workers = int(self.config["max_concurrency"])
+            start = low if bookmark else None
+            windows = backfill.remaining(
+                initial_windows(start, None, low, max(since, low + 1), workers)
+            )
+
+            def completed(window: Window) -> None:
+                backfill.complete(window)
+                save()
+
+            yield from self._seen(self._windows(windows, workers, completed), backfill)
+        if backfill.latest is not None:  # tasks delivered by the interrupted run count too
+            self.state_manager.increment_state(
+                {"updatedAt": backfill.latest}, context=None, replication_key="updatedAt"
+            )
+        state.pop(BACKFILL, None)
+
+    @staticmethod
+    def _seen(records: t.Iterable[Record], backfill: Backfill) -> t.Iterator[Record]:
+        """``records``, each one's ``updatedAt`` (or ``createdAt``) noted as delivered."""
+        for record in records:
+            if changed := record.get("updatedAt") or record.get("createdAt"):
+                backfill.saw(normalize_timestamp(changed))
+            yield record
+
+    def _windows(
+        self, windows: list[Window], workers: int, completed: t.Callable[[Window], None]
+    ) -> t.Iterator[Record]:
+        """The tasks created in each window, ``workers`` windows at once (one after another
+        with a single worker: a nightly run's one or two windows need no threads)."""
+        if workers < 2 or len(windows) < 2:
+            for window in windows:
+                yield from self.request_records(_created_in(window))
+                completed(window)
+            return
+        reader = WindowReader(
+            read=lambda window: self.request_records(_created_in(window)),
+            split=lambda _window, _pages, _typical: [],
+            page_size=self.page_size,
+            workers=self.start_workers(workers, "tasks"),
+            count=workers,
+        )
+        yield from reader.records(windows, completed)
+
+    def _earliest_created(self) -> int | None:
+        """When the tenant's first task was created (one request, sorted by creation); None
+        when it has none. The windows of a first sync are cut from there; the oldest is
+        unbounded below, so a service that ignored the order would still lose no task."""
+        context = {"sortBy": "TASK_SEARCH_SORT_BY_CREATED_AT", "pageSize": 10}
+        records = iter(self.request_records(context))
+        try:
+            first = next(records, None)
+        finally:
+            if isinstance(records, t.Generator):
+                records.close()
+        created = (first or {}).get("createdAt")
+        return to_ns(created) if created else None
+
+    @override
+    def prepare_request_payload(
+        self, context: Context | None, next_page_token: str | None
+    ) -> dict[str, t.Any]:
+        """The context's filters (time bounds as sent), a page size, the page token."""
+        body: dict[str, t.Any] = {"pageSize": self.page_size, **(context or {})}
+        if next_page_token:
+            body["pageToken"] = next_page_token
+        return body
+
+    @override
+    def parse_response(self, response: requests.Response) -> t.Iterable[Record]:
+        """The ``task`` of each view; one without an id is skipped, with a warning."""
+        return viewed_objects(response, "task", self.logger)
+
+
+def _created_in(window: Window) -> dict[str, str]:
+    """The search filters of a window of creation times."""
+    after, before = window.bounds()
+    return {
+        **({"createdAfter": after} if after else {}),
+        **({"createdBefore": before} if before else {}),
+    }

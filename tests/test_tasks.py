@@ -1,0 +1,185 @@
+"""The ``tasks`` and ``access_reviews`` streams against the emulator's truth: every task as the
+service holds it (``numericId`` an integer), incremental runs that read only what was created
+or decided since the bookmark, resumable windows, concurrency that changes nothing but time."""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import math
+import typing as t
+
+import pytest
+import requests
+
+from emulator import Dataset, Emulator
+from tap_accessgov.paging import Page, viewed_objects
+from tap_accessgov.timestamps import to_ns
+from tests.conftest import SMALL_DATASET, catalog_selecting, sync, tap_config
+
+SEARCH = "/api/v1/search/tasks"
+PAGE = 25
+
+
+def expected(task: dict[str, t.Any]) -> dict[str, t.Any]:
+    """A Task object as the stream's record carries it: as sent, ``numericId`` an integer."""
+    return {**task, "numericId": int(task["numericId"])}
+
+
+def task_config(emu: Emulator, **settings: t.Any) -> dict[str, t.Any]:
+    return {**tap_config(emu), "page_size": PAGE, **settings}
+
+
+def tasks_of(config: dict[str, t.Any], state: dict[str, t.Any] | None = None) -> t.Any:
+    return sync(config, state=state, catalog=catalog_selecting(config, {"tasks": None}))
+
+
+def searches(emu: Emulator) -> int:
+    return int(emu.stats["api_requests_by_path"].get(SEARCH, 0))
+
+
+def outcome_ns(task: dict[str, t.Any]) -> int | None:
+    (body,) = task["type"].values()
+    when = (body or {}).get("outcomeTime")
+    return to_ns(when) if when else None
+
+
+@pytest.fixture
+def tenant(make_emulator: t.Callable[..., Emulator]) -> Emulator:
+    return make_emulator(Dataset(**SMALL_DATASET, ticket_ids="mixed"))
+
+
+def test_a_first_sync_reads_every_task_as_the_service_holds_it(tenant: Emulator) -> None:
+    result = tasks_of(task_config(tenant))
+    truth = tenant.dataset.tasks()
+    assert sorted(result.records["tasks"], key=lambda r: r["id"]) == sorted(
+        map(expected, truth), key=lambda r: r["id"]
+    )
+    kinds = {next(iter(record["type"])) for record in result.records["tasks"]}
+    assert {"grant", "revoke", "certify", "offboarding", "action"} <= kinds  # newer types too
+    assert "backfill" not in result.state["bookmarks"]["tasks"]
+
+
+def test_empty_values_sent_or_omitted_give_the_same_tasks(
+    make_emulator: t.Callable[..., Emulator],
+) -> None:
+    emitting = make_emulator(Dataset(**SMALL_DATASET), emit_unpopulated=True)
+    records = tasks_of(task_config(emitting)).records["tasks"]
+    assert sorted(r["id"] for r in records) == sorted(t["id"] for t in emitting.dataset.tasks())
+    assert all(isinstance(r["numericId"], int) and r["numericId"] > 0 for r in records)
+    open_grants = [r for r in records if r["state"] == "TASK_STATE_OPEN" and "grant" in r["type"]]
+    assert open_grants
+    assert all(r["type"]["grant"]["outcome"] == "GRANT_OUTCOME_UNSPECIFIED" for r in open_grants)
+
+
+def test_the_second_run_reads_only_tasks_created_or_decided_since_and_keeps_their_latest_state(
+    tenant: Emulator,
+) -> None:
+    """Between two runs approvers decide open tasks (the close-tasks control) and new grant
+    events bring new tasks. The second run reads exactly the tasks created or decided at or
+    after its bookmark (the tasks at the bookmark instant are read again, as the grant feed's
+    events are), in as many requests as their pages take, and the first run's records
+    overlaid with the second's are every task's state now."""
+    config = task_config(tenant, max_concurrency=4)
+    first = tasks_of(config)
+    bookmark = to_ns(first.state["bookmarks"]["tasks"]["replication_key_value"])
+    before = {task["id"]: task for task in tenant.dataset.tasks()}
+    closed = tenant.close_tasks(count=20)
+    now = datetime.datetime.now(datetime.UTC)
+    tenant.add_events(dates=[now + datetime.timedelta(milliseconds=n) for n in range(60)])
+    now_tasks = {task["id"]: task for task in tenant.dataset.tasks()}
+    new = now_tasks.keys() - before.keys()
+    assert len(closed) == 20  # of 29 open: the rest stay open and unread
+    assert len(new) > 30
+    at_bookmark = {
+        task_id
+        for task_id, task in before.items()
+        if bookmark in (to_ns(task["createdAt"]), outcome_ns(task))
+    }
+    tenant.reset_stats()
+
+    second = tasks_of(config, state=first.state)
+
+    read = [record["id"] for record in second.records["tasks"]]
+    assert len(read) == len(set(read)), "no task is read twice in a run"
+    assert set(read) == set(closed) | new | at_bookmark
+    assert len(at_bookmark) <= 2
+    # The pages of the decided tasks and of the new ones, and at most one empty window.
+    pages = max(1, math.ceil(len(set(closed) | at_bookmark) / PAGE)) + math.ceil(len(new) / PAGE)
+    assert pages <= searches(tenant) <= pages + 1
+    latest = {r["id"]: r for r in first.records["tasks"]} | {
+        r["id"]: r for r in second.records["tasks"]
+    }
+    assert latest == {task_id: expected(task) for task_id, task in now_tasks.items()}
+
+
+def test_an_interrupted_first_sync_resumes_without_reading_its_completed_windows(
+    tenant: Emulator,
+) -> None:
+    """The STATE written after a window completed, as a run killed then left it: the run from
+    it reads every task but those created in the completed windows, and caps its bookmark at
+    the interrupted run's start."""
+    config = task_config(tenant, max_concurrency=4)
+    full = tasks_of(config)
+    interim = [s["bookmarks"]["tasks"] for s in full.states if "tasks" in s["bookmarks"]]
+    interim = [s for s in interim if "backfill" in s]
+    assert len(interim) > 4
+    killed = interim[2]["backfill"]
+    done = [(to_ns(a) if a else None, to_ns(b) if b else None) for a, b in killed["completed"]]
+
+    def in_done(task: dict[str, t.Any]) -> bool:
+        created = to_ns(task["createdAt"])
+        return any((a is None or a <= created) and (b is None or created < b) for a, b in done)
+
+    resumed = tasks_of(config, state={"bookmarks": {"tasks": interim[2]}})
+    read = [record["id"] for record in resumed.records["tasks"]]
+    truth = tenant.dataset.tasks()
+    assert sorted(read) == sorted(task["id"] for task in truth if not in_done(task))
+    assert 0 < len(read) < len(truth)
+    final = resumed.state["bookmarks"]["tasks"]
+    assert "backfill" not in final
+    assert to_ns(final["replication_key_value"]) <= to_ns(killed["since"])
+
+
+def test_concurrent_windows_read_the_same_tasks_as_one_request_at_a_time(
+    make_emulator: t.Callable[..., Emulator],
+) -> None:
+    emu = make_emulator(Dataset(**SMALL_DATASET), latency=0.02)
+    one = tasks_of(task_config(emu, max_concurrency=1))
+    assert emu.stats["peak_in_flight"] == 1
+    emu.reset_stats()
+    four = tasks_of(task_config(emu, max_concurrency=4))
+    assert emu.stats["peak_in_flight"] > 1
+    assert sorted(r["id"] for r in four.records["tasks"]) == sorted(
+        r["id"] for r in one.records["tasks"]
+    )
+    assert len(one.records["tasks"]) == len(emu.dataset.tasks())
+
+
+def test_access_reviews_are_a_full_table_snapshot_of_every_review(tenant: Emulator) -> None:
+    config = task_config(tenant)
+    result = sync(config, catalog=catalog_selecting(config, {"access_reviews": None}))
+    records = [
+        {k: v for k, v in r.items() if k != "snapshotAt"} for r in result.records["access_reviews"]
+    ]
+    assert records == [
+        {**review, "scopingVersion": int(review["scopingVersion"])}
+        for review in tenant.dataset.access_reviews()
+    ]
+    assert len({r["snapshotAt"] for r in result.records["access_reviews"]}) == 1
+
+
+def test_an_object_without_an_id_is_skipped_with_a_warning_naming_the_call(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The object of each view of a page (a task, an access review, an app entitlement); one
+    the service sent without an id cannot be keyed."""
+    response = requests.Response()
+    response.request = requests.Request("POST", "https://acme.test/api/v1/search/tasks").prepare()
+    page = Page(response, {"list": [{"task": {"id": "t1"}}, {"task": {"displayName": "x"}}, {}]})
+    logger = logging.getLogger("test_tasks")
+    with caplog.at_level(logging.WARNING, logger="test_tasks"):
+        assert list(viewed_objects(page, "task", logger)) == [{"id": "t1"}]
+    assert [r.getMessage() for r in caplog.records] == [
+        "Skipping a task without an id (POST /api/v1/search/tasks)"
+    ] * 2
