@@ -63,13 +63,39 @@ QUESTIONS = {
         SELECT event_type, lifecycle_action, events, rows_loaded
         FROM {models}.grant_event_types ORDER BY events DESC
     """,
-    "Current holders of the busiest entitlement, {app_name} · {entitlement_name}, "
-    "latest 10 (current_grants; times in UTC)": """
-        SELECT app_user_id, granted_at, granted_ticket_id,
-               count(*) OVER () AS holders_in_total
+    "Who holds the busiest entitlement, {app_name} · {entitlement_name}, now: latest 10 "
+    "(current_grants: the service's grants, the person behind each account; times in UTC)": """
+        SELECT user_display_name AS person, user_email AS email,
+               user_directory_status AS directory_status, app_user_id, app_user_type,
+               granted_at, feed_knows, count(*) OVER () AS holders_in_total
         FROM {models}.current_grants
         WHERE app_id = '{app_id}' AND app_entitlement_id = '{app_entitlement_id}'
         ORDER BY granted_at DESC NULLS LAST, app_user_id LIMIT 10
+    """,
+    "People who left (disabled or deleted in the directory or the service) and still hold "
+    "access (inactive_users_with_access; first 10)": """
+        SELECT user_display_name AS person, user_email AS email,
+               user_directory_status AS directory_status, user_status AS service_status,
+               app_display_name AS app, app_entitlement_display_name AS entitlement, granted_at,
+               count(*) OVER () AS grants_in_total,
+               (SELECT count(DISTINCT user_id) FROM {models}.inactive_users_with_access)
+                   AS people_in_total
+        FROM {models}.inactive_users_with_access
+        ORDER BY person, app, entitlement LIMIT 10
+    """,
+    "Accounts nobody owns that hold access (unowned_accounts_with_access; first 10)": """
+        SELECT app_user_display_name AS account, app_user_type, app_user_status,
+               app_display_name AS app, app_entitlement_display_name AS entitlement, granted_at,
+               count(*) OVER () AS grants_in_total
+        FROM {models}.unowned_accounts_with_access
+        ORDER BY app, account, entitlement LIMIT 10
+    """,
+    "Grants the service holds that the feed does not know, and the reverse, per app "
+    "(feed_vs_service_by_app)": """
+        SELECT app_display_name AS app, held_per_service, held_per_feed, unknown_to_feed,
+               not_held_per_service
+        FROM {models}.feed_vs_service_by_app
+        ORDER BY unknown_to_feed + not_held_per_service DESC, app
     """,
     "Access granted without a ticket in the last 30 days, per app (grants_without_ticket)": """
         SELECT app_display_name AS app, app_id,
@@ -100,7 +126,8 @@ QUESTIONS = {
     """,
     "Who held {app_name} · {entitlement_name} on {as_of} (access_as_of; first 10; times in "
     "UTC)": """
-        SELECT app_user_id, granted_at, granted_ticket_id, count(*) OVER () AS holders_in_total
+        SELECT user_display_name AS person, app_user_id, granted_at, granted_ticket_id,
+               count(*) OVER () AS holders_in_total
         FROM {models}.access_as_of
         WHERE app_id = '{app_id}' AND app_entitlement_id = '{app_entitlement_id}'
         ORDER BY granted_at DESC NULLS LAST, app_user_id LIMIT 10
@@ -375,8 +402,9 @@ def run_demo(
             "dedupes on the stream's primary key."
         )
     print(
-        "Current access is complete only when the extraction's start_date precedes the "
-        "tenant's first grant (docs/models.md)."
+        "Current access is the service's own list (the grants stream), grants older than the "
+        "feed included; history, from the feed, is complete only when the extraction's "
+        "start_date precedes the tenant's first grant (docs/models.md)."
     )
 
 

@@ -213,6 +213,67 @@ APP_ENTITLEMENT = th.PropertiesList(
     th.Property("userEditedMask", STRING),
 ).to_dict()
 
+APP_USER = th.PropertiesList(
+    th.Property("appId", STRING, required=True),
+    th.Property("id", STRING, required=True, description="Unique only within its app."),
+    th.Property(
+        "identityUserId",
+        STRING,
+        description="The account's owner, a user of `users`; empty for accounts nobody owns.",
+    ),
+    th.Property("displayName", STRING),
+    th.Property("email", STRING),
+    th.Property("emails", STRINGS),
+    th.Property("username", STRING),
+    th.Property("usernames", STRINGS),
+    th.Property("employeeIds", STRINGS),
+    th.Property(
+        "appUserType",
+        STRING,
+        description="APP_USER_TYPE_USER, _SERVICE_ACCOUNT, _SYSTEM_ACCOUNT, ... (passed through)",
+    ),
+    th.Property(
+        "status",
+        th.ObjectType(
+            th.Property("status", STRING, description="STATUS_ENABLED, _DISABLED, _DELETED, ..."),
+            th.Property("details", STRING),
+        ),
+        description="The account's own status in its app.",
+    ),
+    th.Property("agentStatus", STRING),
+    th.Property("nhiType", STRING),
+    th.Property("nhiDetail", STRING),
+    th.Property("isExternal", th.BooleanType),
+    th.Property("profile", FREE_FORM, description="Free-form (protobuf Struct)."),
+    th.Property("createdAt", th.DateTimeType),
+    th.Property("updatedAt", th.DateTimeType),
+    th.Property("deletedAt", th.DateTimeType),
+).to_dict()
+
+# A grant the service holds now: the AppEntitlementUserView without its appUser (the account
+# is a record of `app_users`, the same for each of its grants).
+GRANT = th.PropertiesList(
+    th.Property("appId", STRING, required=True),
+    th.Property("appEntitlementId", STRING, required=True),
+    th.Property("appUserId", STRING, required=True),
+    th.Property(
+        "appEntitlementUserBindingCreatedAt",
+        th.DateTimeType,
+        description="When the grant began, per the service (older than the feed for some).",
+    ),
+    th.Property(
+        "appEntitlementUserBindingDeprovisionAt",
+        th.DateTimeType,
+        description="When the grant is scheduled to end; null: no end scheduled.",
+    ),
+    th.Property(
+        "grantSources",
+        th.ArrayType(th.ObjectType(th.Property("appId", STRING), th.Property("id", STRING))),
+        description="The app entitlements (groups, roles) it comes through; empty: direct.",
+    ),
+    th.Property("originatingTicketId", STRING, description="The task that made it, if any."),
+).to_dict()
+
 
 # Tasks (tickets): the Task object as sent; its type a oneof whose unknown members pass
 # through, its policy's history the approval steps (streams/tasks.py).

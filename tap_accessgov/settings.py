@@ -228,6 +228,17 @@ CONFIG_SCHEMA = th.PropertiesList(
             "was switched off, at one request per entitlement."
         ),
     ),
+    th.Property(
+        "read_directory",
+        th.BooleanType,
+        default=True,
+        title="Read the directory",
+        description=(
+            "users: every user of the directory (GET /api/v1/users) and the users of the "
+            "automation exclusions (default, true); false keeps users to the users of the "
+            "automation exclusions, for an API key whose roles may not list users."
+        ),
+    ),
 ).to_dict()
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from emulator import Dataset, Emulator
+from emulator import Dataset, Emulator, unpopulated
 from emulator.catalog import app_entitlement_object, app_object
 from support import emulator_environment_env
 from tap_accessgov import schemas
@@ -69,6 +69,12 @@ def truth_exclusions(emulator: Emulator) -> Counter:
     )
 
 
+def truth_users(emulator: Emulator) -> set[str]:
+    """The ids ``users`` holds: the directory and the users of the exclusion entries."""
+    directory = {user.user_id for user in emulator.dataset.directory_users()}
+    return directory | {u for _, _, u in truth_exclusions(emulator)}
+
+
 def test_meltano_run_into_postgres_as_shipped(
     meltano_plugins: None,
     default_emulator: Emulator,
@@ -99,6 +105,8 @@ def test_meltano_run_into_postgres_as_shipped(
     def table(sql: str) -> list[tuple]:
         return connection.execute(sql.format(schema=schema)).fetchall()
 
+    directory = emulator.dataset.directory
+
     def check_tables() -> None:
         feed = table(
             'SELECT "appId", "appEntitlementId", "appUserId", "eventType", '
@@ -124,7 +132,12 @@ def test_meltano_run_into_postgres_as_shipped(
             'SELECT id, "displayName", email, status, profile::text FROM {schema}.users'
             + latest % "users"
         )
-        expected_users = {u: emulator.dataset.user(u) for _, _, u in truth_exclusions(emulator)}
+        # the directory's users as it sends them (unset fields empty), the excluded among them
+        expected_users = {
+            user["id"]: unpopulated.filled(user, unpopulated.USER)
+            for user in map(directory.record, directory.listed())
+        }
+        assert expected_users.keys() == truth_users(emulator)
         assert len(users) == len(expected_users)
         for user_id, name, email, status, profile in users:
             truth = expected_users[user_id]
@@ -133,7 +146,8 @@ def test_meltano_run_into_postgres_as_shipped(
                 truth.get("email"),
                 truth.get("status"),
             )
-            assert (json.loads(profile) if profile else None) == truth.get("profile")
+            loaded_profile = json.loads(profile) if profile else None
+            assert (loaded_profile or None) == (truth.get("profile") or None)
 
     meltano_run()
     check_tables()
@@ -223,9 +237,7 @@ def test_tap_piped_into_target_jsonl(
     assert Counter(
         (r["appId"], r["appEntitlementId"], r["userId"]) for r in rows("automation_exclusions")
     ) == truth_exclusions(emulator)
-    assert sorted(r["id"] for r in rows("users")) == sorted(
-        {u for _, _, u in truth_exclusions(emulator)}
-    )
+    assert sorted(r["id"] for r in rows("users")) == sorted(truth_users(emulator))
 
     before = emulator.dataset.total
     emulator.add_events(count=60)
@@ -400,7 +412,11 @@ def test_tap_piped_into_target_postgres_validating_loads_the_newest_shapes_exact
     assert by_key(rows("app_entitlements"), "appId", "id") == by_key(
         expected(entitlements, schemas.APP_ENTITLEMENT), "appId", "id"
     )
-    users = [ds.user(user_id) for user_id in {u for _, _, u in truth_exclusions(emulator)}]
+    # the directory's users, as it sends them (unset fields empty, as the catalog does)
+    users = [
+        unpopulated.filled(ds.directory.record(u), unpopulated.USER) for u in ds.directory.listed()
+    ]
+    assert {user["id"] for user in users} == truth_users(emulator)
     assert by_key(rows("users"), "id") == by_key(expected(users, schemas.USER), "id")
     assert Counter(
         (r["appId"], r["appEntitlementId"], r["userId"]) for r in rows("automation_exclusions")
@@ -432,7 +448,7 @@ def test_tap_piped_into_target_postgres_validating_loads_changed_shapes(
     assert count("apps") == len(ds.current_apps())
     assert count("grant_feed") == len(ds.feed_entries())
     assert count("automation_exclusions") == sum(truth_exclusions(emulator).values())
-    assert count("users") == len({u for _, _, u in truth_exclusions(emulator)})
+    assert count("users") == len(truth_users(emulator))
     tickets = connection.execute(
         f'''SELECT feed->>'ticketId' FROM "{schema}".grant_feed WHERE feed ? 'ticketId' '''
     ).fetchall()

@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import tempfile
 import time
 import typing as t
 from collections import Counter
@@ -140,7 +141,10 @@ def service_now(ds: Dataset, as_of: int) -> dict[str, t.Any]:
     """What the models must show for the service as it is now."""
     return {
         "models": truth(ds, as_of),
-        "users": Counter({row["user_id"] for row in ds.excluded_users()}),
+        "users": Counter(
+            {row["user_id"] for row in ds.excluded_users()}
+            | {user.user_id for user in ds.directory_users()}
+        ),
         "entitlements": Counter(
             (app.id, entitlement_id)
             for position, app in enumerate(ds.catalog_apps)
@@ -191,33 +195,42 @@ def killed_run(emulator: Emulator, env: dict[str, str], *task: str) -> None:
     path = f"/api/v1/apps/{app_id}/entitlements/{entitlement_id}/automation/exclusions"
     emulator.faults.add(kind="slow", path=path, delay=30)
     emulator.reset_stats()
-    run = subprocess.Popen(
-        [str(BIN / "meltano"), "run", *task],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        deadline = time.monotonic() + 300
-        while not emulator.stats["faults_by_kind"].get("slow"):
-            assert run.poll() is None, run.communicate()[0][-3000:]
-            assert time.monotonic() < deadline, "the run never reached the hanging request"
-            time.sleep(0.1)
-        time.sleep(5)  # the tap writes the entitlements before it (fetched ahead already)
-        taps = [p for p in descendants(run.pid) if "--catalog" in cmdline(p)]
-        taps = [p for p in taps if "tap-accessgov" in cmdline(p)]
-        assert taps, "the tap is running"
-        for pid in taps:
-            os.kill(pid, signal.SIGKILL)
-        output, _ = run.communicate(timeout=300)
-    finally:
-        if run.poll() is None:
-            run.kill()
-            run.wait()
-    assert run.returncode != 0, output[-3000:]
-    assert CREDENTIAL.client_secret not in output
+    # Meltano's log goes to a file, not a pipe read only at the end: a run that logs more than
+    # a pipe holds (64 KiB) before the hanging request would block on its own log.
+    with tempfile.TemporaryFile(mode="w+") as log:
+        run = subprocess.Popen(
+            [str(BIN / "meltano"), "run", *task],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+
+        def output() -> str:
+            log.seek(0)
+            return log.read()
+
+        try:
+            deadline = time.monotonic() + 300
+            while not emulator.stats["faults_by_kind"].get("slow"):
+                assert run.poll() is None, output()[-3000:]
+                assert time.monotonic() < deadline, "the run never reached the hanging request"
+                time.sleep(0.1)
+            time.sleep(5)  # the tap writes the entitlements before it (fetched ahead already)
+            taps = [p for p in descendants(run.pid) if "--catalog" in cmdline(p)]
+            taps = [p for p in taps if "tap-accessgov" in cmdline(p)]
+            assert taps, "the tap is running"
+            for pid in taps:
+                os.kill(pid, signal.SIGKILL)
+            run.wait(timeout=300)
+        finally:
+            if run.poll() is None:
+                run.kill()
+                run.wait()
+        logged = output()
+    assert run.returncode != 0, logged[-3000:]
+    assert CREDENTIAL.client_secret not in logged
 
 
 def one_copy(ds: Dataset, expected: dict[str, t.Any]) -> dict[str, tuple[int, int]]:

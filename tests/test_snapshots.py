@@ -24,7 +24,15 @@ from tests.conftest import (
     tap_config,
 )
 
-FULL_TABLE = ("apps", "app_entitlements", "automation_exclusions", "users", "access_reviews")
+FULL_TABLE = (
+    "apps",
+    "app_entitlements",
+    "automation_exclusions",
+    "users",
+    "access_reviews",
+    "app_users",
+    "grants",
+)
 
 
 def test_full_table_records_name_their_snapshot_and_complete_it_last(emulator: Emulator) -> None:

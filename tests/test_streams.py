@@ -14,7 +14,7 @@ import pytest
 import requests
 from singer_sdk.exceptions import FatalAPIError
 
-from emulator import Emulator
+from emulator import Dataset, Emulator
 from tap_accessgov.progress import ProgressCounter
 from tap_accessgov.tap import TapAccessGov
 from tests.conftest import (
@@ -43,6 +43,8 @@ PRIMARY_KEYS = {
     "users": ("id",),
     "apps": ("id",),
     "app_entitlements": ("appId", "id"),
+    "app_users": ("appId", "id"),
+    "grants": ("appId", "appEntitlementId", "appUserId"),
 }
 
 
@@ -122,11 +124,15 @@ def test_users_are_the_distinct_excluded_users_verbatim(full_sync: SyncResult) -
     for app_id, entitlement_id in dataset.exclusion_entitlements:
         for entry in dataset.exclusion_entries(app_id, entitlement_id):
             partitions_of_user.setdefault(entry["user"]["id"], set()).add((app_id, entitlement_id))
+    directory = directory_users(dataset)
     users = full_sync.records["users"]
-    assert sorted(u["id"] for u in users) == sorted(partitions_of_user)
+    assert sorted(u["id"] for u in users) == sorted(directory.keys() | partitions_of_user.keys())
+    assert len(directory) > len(partitions_of_user), "the directory adds everyone else"
     assert any(len(p) > 1 for p in partitions_of_user.values()), "users shared by entitlements"
-    for user in users:
-        assert without_run(user) == dataset.user(user["id"])
+    for user in users:  # unset fields sent empty by the directory, omitted by the exclusions
+        assert populated(without_run(user)) == populated(directory[user["id"]])
+        if user["id"] in partitions_of_user:
+            assert populated(without_run(user)) == populated(dataset.user(user["id"]))
     statuses = {u.get("status") for u in users} | {u.get("directoryStatus") for u in users}
     assert statuses - KNOWN_STATUSES - {None}, "unknown status values pass through"
     assert any(isinstance(u.get("profile"), dict) and u["profile"] for u in users)
@@ -310,7 +316,7 @@ def exclusion_requests(emulator: Emulator) -> int:
     [("automation_exclusions", "users"), ("users",), ("automation_exclusions",)],
 )
 def test_each_exclusion_page_is_fetched_once(emulator: Emulator, selected: tuple[str, ...]) -> None:
-    config = tap_config(emulator)
+    config = tap_config(emulator) | {"read_directory": False}
     result = sync(config, catalog=catalog_selecting(config, dict.fromkeys(selected)))
     assert set(result.records) == set(selected)
     assert exclusion_requests(emulator) == expected_exclusion_requests(emulator)
@@ -344,7 +350,7 @@ def test_unknown_entitlement_is_a_warning_and_the_others_are_extracted(
 
 
 def test_no_exclusion_entitlements_configured(emulator: Emulator) -> None:
-    config = {**tap_config(emulator), "exclusion_entitlements": []}
+    config = {**tap_config(emulator), "exclusion_entitlements": [], "read_directory": False}
     result = sync(
         config, catalog=catalog_selecting(config, {"automation_exclusions": None, "users": None})
     )
@@ -517,6 +523,20 @@ def distinct_excluded_users(emulator: Emulator) -> dict[str, dict]:
     }
 
 
+def populated(record: dict) -> dict:
+    """A record without its unset fields (absent, null, empty or the enum zero UNKNOWN: the
+    service sends either)."""
+    return {
+        name: value for name, value in record.items() if value not in (None, "", [], {}, "UNKNOWN")
+    }
+
+
+def directory_users(dataset: Dataset) -> dict[str, dict]:
+    """Every user the directory lists now, by id (ground truth)."""
+    records = (dataset.directory.record(u) for u in dataset.directory.listed())
+    return {user["id"]: user for user in records}
+
+
 def test_users_survive_a_filter_on_automation_exclusions_and_maps_on_users_apply() -> None:
     """A ``__filter__`` dropping the first exclusion row of every entitlement (which once
     carried its page's users into the child stream) loses no user; a map on ``users``
@@ -530,6 +550,7 @@ def test_users_survive_a_filter_on_automation_exclusions_and_maps_on_users_apply
     ]
     config = {
         **tap_config(emulator),
+        "read_directory": False,  # users are then the exclusions' users alone
         "stream_map_config": {"first_rows": first_rows},
         "stream_maps": {
             "automation_exclusions": {
@@ -560,7 +581,7 @@ def test_users_survive_a_filter_on_automation_exclusions_and_maps_on_users_apply
     [("automation_exclusions", "users"), ("users",)],
 )
 def test_one_users_schema_per_run(emulator: Emulator, selected: tuple[str, ...]) -> None:
-    config = tap_config(emulator)
+    config = tap_config(emulator) | {"read_directory": False}
     result = sync(config, catalog=catalog_selecting(config, dict.fromkeys(selected)))
     schemas = [m for m in result.messages if m["type"] == "SCHEMA" and m["stream"] == "users"]
     assert len(schemas) == 1
@@ -574,7 +595,7 @@ def test_a_gateway_ignoring_the_exclusions_page_token_costs_a_warning_not_the_ru
     the others are still extracted."""
     emulator.exclusions_ignore_page_token = True
     dataset = emulator.dataset
-    config = {**tap_config(emulator), "max_concurrency": 4}
+    config = {**tap_config(emulator), "max_concurrency": 4, "read_directory": False}
     with caplog.at_level(logging.WARNING):
         result = sync(
             config,
@@ -638,8 +659,14 @@ def test_the_readme_pseudonymisation_example_leaves_no_personal_value_in_clear()
     out.flush()
     text = out.buffer.getvalue().decode()  # type: ignore[attr-defined]
     result = parse_singer(text)
-    truth = distinct_excluded_users(emulator)
-    values = set().union(*(personal_values(user) for user in truth.values()))
+    dataset = emulator.dataset
+    truth = directory_users(dataset)
+    accounts = [
+        dataset.accounts.app_user(a, n)
+        for a in range(len(dataset.apps))
+        for n in dataset.accounts.listed(a)
+    ]
+    values = set().union(*(personal_values(user) for user in [*truth.values(), *accounts]))
     # A *Sources entry repeats a value of its user; those of the fields the example keeps
     # (ids, department, job title, statuses) are not personal values and stay in clear.
     kept = {

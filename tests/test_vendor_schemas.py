@@ -178,6 +178,7 @@ def record_shapes() -> dict[str, Shape]:
     any_object.nullable = True  # set only when the expand mask asks, and the path resolves
     exclusion = vendor_shape(vendor_schema("c1.api.app.v1.UserWithAppEntitlementUserBindingView"))
     user = vendor_shape(vendor_schema("c1.api.user.v1.User"))
+    binding = vendor_shape(vendor_schema("c1.api.app.v1.AppEntitlementUserView"))
     lifted = ("date", "appId", "appEntitlementId", "appUserId", "eventType")
     return {
         "grant_feed": Shape(
@@ -195,6 +196,12 @@ def record_shapes() -> dict[str, Shape]:
             | {"userId": user.properties["id"]},
         ),
         "users": user,
+        "app_users": vendor_shape(vendor_schema("c1.api.app.v1.AppUser")),
+        # the binding without its account (a record of app_users)
+        "grants": Shape(
+            "object",
+            properties={k: v for k, v in binding.properties.items() if k != "appUser"},
+        ),
         # the ``task`` of each TaskView, the ``accessReview`` of each AccessReviewView
         "tasks": vendor_shape(vendor_schema("c1.api.task.v1.Task")),
         "access_reviews": vendor_shape(vendor_schema("c1.api.accessreview.v1.AccessReview")),

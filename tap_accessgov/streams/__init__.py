@@ -9,11 +9,13 @@ import typing as t
 
 from tap_accessgov.streams.access_reviews import AccessReviewsStream
 from tap_accessgov.streams.app_entitlements import AppEntitlementsStream
+from tap_accessgov.streams.app_users import AppUsersStream
 from tap_accessgov.streams.apps import AppsStream
 from tap_accessgov.streams.automation_exclusions import AutomationExclusionsStream
 from tap_accessgov.streams.base import Discovered
 from tap_accessgov.streams.full_table_snapshots import FullTableSnapshotsStream
 from tap_accessgov.streams.grant_feed import GrantFeedStream
+from tap_accessgov.streams.grants import GrantsStream
 from tap_accessgov.streams.tasks import TasksStream
 from tap_accessgov.streams.users import UsersStream
 
@@ -30,6 +32,8 @@ STREAM_TYPES: tuple[type[TapStream], ...] = (
     AppEntitlementsStream,
     AutomationExclusionsStream,
     UsersStream,
+    AppUsersStream,
+    GrantsStream,
     TasksStream,
     AccessReviewsStream,
 )

@@ -1,4 +1,4 @@
-"""``app_entitlements``: one partition per app (partitions.py: fetched ahead, concurrently),
+"""``app_entitlements``: one partition per app (apps.py; partitions.py: fetched ahead, concurrently),
 and the app entitlements whose automation exclusions the run reads.
 
 Why partitions computed from the apps and not SDK child streams: the SDK syncs a child
@@ -19,8 +19,7 @@ from typing_extensions import override
 
 from tap_accessgov import schemas
 from tap_accessgov.paging import QueryPaging, viewed_objects
-from tap_accessgov.streams.apps import AppsStream
-from tap_accessgov.streams.partitions import ConcurrentPartitionsStream
+from tap_accessgov.streams.apps import AppsStream, PerAppStream
 
 if t.TYPE_CHECKING:
     import requests
@@ -32,29 +31,18 @@ if t.TYPE_CHECKING:
 Record = dict[str, t.Any]
 
 
-class AppEntitlementsStream(QueryPaging, ConcurrentPartitionsStream):
+class AppEntitlementsStream(QueryPaging, PerAppStream):
     """``GET /api/v1/apps/{app_id}/entitlements`` for every app, one partition each: the
     ``AppEntitlement`` of each view, its fields at the top level."""
 
     name = "app_entitlements"
     path = "/api/v1/apps/{appId}/entitlements"
     primary_keys = ("appId", "id")
-    reads = {"apps": AppsStream}
     schema = schemas.APP_ENTITLEMENT
 
     def __init__(self, tap: Tap, *, connection: ApiConnection, apps: AppsStream) -> None:
-        super().__init__(tap, connection=connection)
-        self.apps = apps
+        super().__init__(tap, connection=connection, apps=apps)
         self._read: dict[str, list[tuple[str, bool]]] = {}  # app id -> (id, automated)
-
-    @override
-    def list_partitions(self) -> list[dict[str, t.Any]]:
-        """One context per app (named like the record field ``appId``)."""
-        return [{"appId": app_id} for app_id in self.apps.app_ids()]
-
-    @override
-    def describe(self, context: Context) -> str:
-        return f"app {context['appId']}"
 
     @override
     def records(self, context: Context | None) -> t.Iterator[Record]:

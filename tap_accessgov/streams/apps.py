@@ -1,5 +1,6 @@
-"""``apps``: every app of the tenant, read once per run (``app_entitlements`` has one
-partition per app, whether or not ``apps`` is selected)."""
+"""``apps``: every app of the tenant, read once per run, and the base of the streams read app
+by app (``app_entitlements``, ``app_users``, ``grants``: one partition per app, whether or not
+``apps`` is selected)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing_extensions import override
 from tap_accessgov import schemas
 from tap_accessgov.paging import QueryPaging, page_body
 from tap_accessgov.streams.base import AccessGovStream
+from tap_accessgov.streams.partitions import ConcurrentPartitionsStream
 
 if t.TYPE_CHECKING:
     import requests
@@ -57,3 +59,22 @@ class AppsStream(QueryPaging, AccessGovStream):
                 yield app
             else:
                 self.logger.warning("Skipping an app without an id (%s)", app.get("displayName"))
+
+
+class PerAppStream(ConcurrentPartitionsStream):
+    """A stream read app by app: one partition per app of the catalog (named like the record
+    field ``appId``), fetched ahead within ``max_concurrency`` (partitions.py)."""
+
+    reads = {"apps": AppsStream}
+
+    def __init__(self, tap: Tap, *, connection: ApiConnection, apps: AppsStream) -> None:
+        super().__init__(tap, connection=connection)
+        self.apps = apps
+
+    @override
+    def list_partitions(self) -> list[dict[str, t.Any]]:
+        return [{"appId": app_id} for app_id in self.apps.app_ids()]
+
+    @override
+    def describe(self, context: Context) -> str:
+        return f"app {context['appId']}"

@@ -27,6 +27,11 @@
         app_user_id,
         granted_at,
         granted_ticket_id,
+        user_id,
+        user_display_name,
+        user_email,
+        user_status,
+        user_directory_status,
         {{ as_of_instant(at) }} as as_of
     from {{ ref('grant_intervals') }}
     where (granted_at is null or granted_at <= {{ as_of_instant(at) }})

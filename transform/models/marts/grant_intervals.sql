@@ -1,6 +1,7 @@
 -- Every stretch of time a grant was held: opened by an ADDED while not held, closed by the
 -- next REMOVED. A grant whose first event is a REMOVED was held since before the data began:
--- its interval has no granted_at. revoked_at null = held now.
+-- its interval has no granted_at. revoked_at null = held now. The person behind the
+-- account, as the directory lists them now: macros/people.sql.
 -- The window is written out in each call, not named (WINDOW clause): Snowflake has none.
 {%- set grant_order -%}
     partition by app_id, app_entitlement_id, app_user_id order by event_at, same_instant_order
@@ -67,5 +68,12 @@ select
     revoked_at,
     granted_ticket_id,
     revoked_ticket_id,
-    revoked_at is null as is_current
-from ({{ with_catalog_names('numbered') }}) as named
+    revoked_at is null as is_current,
+    user_id,
+    user_display_name,
+    user_email,
+    user_status,
+    user_directory_status,
+    app_user_type,
+    app_user_status
+from ({{ with_people('(' ~ with_catalog_names('numbered') ~ ')') }}) as named

@@ -1,4 +1,4 @@
--- One row per user of the service's current exclusion entries: the current rows of the
+-- One row per user of the directory and of the exclusion entries: the current rows of the
 -- full-table stream (macros/snapshots.sql: its latest complete snapshot, the most recently
 -- updated copy of each user). Unset fields are null (macros/unset_fields.sql), the status
 -- enums' zero value UNKNOWN included.

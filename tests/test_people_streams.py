@@ -1,0 +1,163 @@
+"""The people behind the accounts and the grants the service holds now: ``app_users``,
+``users`` (the directory) and ``grants``, each compared with the emulator's ground truth,
+on a tenant whose feed begins after many of today's grants were made, before and after
+accounts and users are removed between runs."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from singer_sdk.exceptions import FatalAPIError
+
+from emulator import Dataset, Emulator
+from tests.conftest import CREDENTIAL, SMALL_DATASET, SyncResult, ns, sync, tap_config
+
+
+def app_users_truth(ds: Dataset) -> Counter:
+    return Counter(
+        (a.app_id, a.app_user_id, a.user_id, a.app_user_type, a.status) for a in ds.app_users()
+    )
+
+
+def app_users_read(result: SyncResult) -> Counter:
+    return Counter(
+        (
+            r["appId"],
+            r["id"],
+            r.get("identityUserId") or None,
+            r["appUserType"],
+            (r.get("status") or {}).get("status") or "STATUS_UNSPECIFIED",
+        )
+        for r in result.records["app_users"]
+    )
+
+
+def grants_truth(ds: Dataset) -> Counter:
+    return Counter(
+        (
+            g.app_id,
+            g.app_entitlement_id,
+            g.app_user_id,
+            g.created_at,
+            g.deprovision_at,
+            g.sources,
+            g.originating_ticket_id,
+        )
+        for g in ds.current_grants()
+    )
+
+
+def grants_read(result: SyncResult) -> Counter:
+    def instant(value: str | None) -> int | None:
+        return None if value is None else ns(value)
+
+    return Counter(
+        (
+            r["appId"],
+            r["appEntitlementId"],
+            r["appUserId"],
+            instant(r.get("appEntitlementUserBindingCreatedAt")),
+            instant(r.get("appEntitlementUserBindingDeprovisionAt")),
+            tuple((s["appId"], s["id"]) for s in r.get("grantSources") or []),
+            r.get("originatingTicketId") or None,
+        )
+        for r in result.records["grants"]
+    )
+
+
+def users_read(result: SyncResult) -> Counter:
+    return Counter(r["id"] for r in result.records["users"])
+
+
+def users_truth(ds: Dataset) -> Counter:
+    """The directory, and the users of the exclusion entries (a subset of it here)."""
+    excluded = {
+        entry["user"]["id"]
+        for app_id, entitlement_id in ds.exclusion_entitlements
+        for entry in ds.exclusion_entries(app_id, entitlement_id)
+    }
+    return Counter({u.user_id for u in ds.directory_users()} | excluded)
+
+
+@pytest.fixture
+def older_grants() -> Emulator:
+    """A tenant with as many grants made before the feed as the feed holds events."""
+    dataset = Dataset(**SMALL_DATASET, grants_before_feed=SMALL_DATASET["events"])
+    with Emulator(dataset, credential=CREDENTIAL) as emulator:
+        yield emulator
+
+
+@pytest.mark.parametrize("emit_unpopulated", [False, True], ids=["omitted", "emitted"])
+def test_accounts_directory_and_grants_equal_the_truth_before_and_after_removals(
+    older_grants: Emulator, emit_unpopulated: bool
+) -> None:
+    emulator, ds = older_grants, older_grants.dataset
+    emulator.emit_unpopulated = emit_unpopulated
+    config = tap_config(emulator) | {"max_concurrency": 4}
+    first = sync(config)
+    assert app_users_read(first) == app_users_truth(ds)
+    assert grants_read(first) == grants_truth(ds)
+    assert users_read(first) == users_truth(ds)
+    truth = ds.current_grants()
+    assert any(not g.feed_knows for g in truth)
+    assert any(g.feed_knows for g in truth)
+    assert any(a.user_id is None for a in ds.app_users()), "accounts nobody owns"
+    assert any(g.deprovision_at for g in truth)
+    assert any(g.sources for g in truth)
+
+    # Between runs: an account with grants and a user of the directory are deleted.
+    held = truth[0]
+    ds.remove(app_id=held.app_id, app_user_id=held.app_user_id)
+    gone_user = ds.directory_users()[-1].user_id
+    ds.remove(user_id=gone_user)
+    second = sync(config)
+    assert app_users_read(second) == app_users_truth(ds)
+    assert grants_read(second) == grants_truth(ds)
+    assert users_read(second) == users_truth(ds)
+    assert (held.app_id, held.app_user_id) not in {
+        (r["appId"], r["id"]) for r in second.records["app_users"]
+    }
+    assert gone_user not in users_read(second)
+    assert len(second.records["grants"]) < len(first.records["grants"])
+
+
+def test_concurrency_changes_neither_accounts_nor_grants(emulator: Emulator) -> None:
+    one, eight = (sync(tap_config(emulator) | {"max_concurrency": n}) for n in (1, 8))
+    for stream in ("app_users", "grants", "users"):
+        strip = [{k: v for k, v in r.items() if k != "snapshotAt"} for r in one.records[stream]]
+        assert strip == [
+            {k: v for k, v in r.items() if k != "snapshotAt"} for r in eight.records[stream]
+        ]
+
+
+def test_grants_are_read_one_search_series_per_app(emulator: Emulator) -> None:
+    config = tap_config(emulator) | {"page_size": 100}
+    sync(config)
+    by_path = emulator.stats["api_requests_by_path"]
+    apps = len(emulator.dataset.current_apps())
+    assert by_path["/api/v1/search/grants"] >= apps
+    # an app whose grants fit one page costs one request: at most one more per 100 grants
+    assert by_path["/api/v1/search/grants"] <= apps + len(emulator.dataset.current_grants()) // 100
+    assert not any(path.endswith("/users") and "/entitlements/" in path for path in by_path)
+
+
+def test_a_key_that_may_not_read_the_directory_fails_in_one_line_naming_the_setting(
+    emulator: Emulator,
+) -> None:
+    emulator.faults.add(kind="403", path="/api/v1/users", times=1000)
+    with pytest.raises(FatalAPIError) as failed:
+        sync(tap_config(emulator))
+    message = str(failed.value)
+    assert "\n" not in message
+    assert "403" in message
+    assert "read_directory: false" in message
+    # With the setting, users are the exclusions' users and the directory is not asked.
+    result = sync(tap_config(emulator) | {"read_directory": False})
+    excluded = {
+        entry["user"]["id"]
+        for app_id, entitlement_id in emulator.dataset.exclusion_entitlements
+        for entry in emulator.dataset.exclusion_entries(app_id, entitlement_id)
+    }
+    assert sorted(users_read(result)) == sorted(excluded)
+    assert "full_table_snapshots" in result.records
