@@ -15,9 +15,11 @@ The end-to-end runs through Meltano, on DuckDB and PostgreSQL, are in test_remov
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 
+from tap_accessgov.streams import STREAM_TYPES
 from tests.conftest import meltano
 from tests.test_models import dbt_duckdb_env
 
@@ -166,3 +168,20 @@ def test_the_log_reads_every_run_in_order_and_the_prune_keeps_what_it_has_not_re
     # A full refresh rebuilds the marts but never the logs: the history stays whole.
     meltano("invoke", "dbt-duckdb", *SELECTED, "--full-refresh", env=env)
     assert history(database) == expected
+
+
+def test_every_full_table_stream_has_a_change_log() -> None:
+    """A full-table stream without its log keeps no history once the prune runs, and the
+    prune leaves its loaded copies growing: the registration line is not to be forgotten."""
+    history = Path(__file__).resolve().parents[1] / "transform" / "models" / "history"
+    logged = {
+        found.group(1)
+        for model in history.glob("history_*.sql")
+        if (found := re.search(r"full_table_history\('(\w+)'\)", model.read_text()))
+    }
+    # A stream declares its replication key as a class attribute; a full-table one has none
+    # (the SDK's property stays).
+    full_table = {
+        stream.name for stream in STREAM_TYPES if not isinstance(stream.replication_key, str)
+    }
+    assert logged == full_table

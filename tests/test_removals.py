@@ -36,7 +36,15 @@ from tests.test_models import as_of_instant, compare, duckdb_models, postgres_mo
 Query = t.Callable[[str], list[tuple]]
 # Per full-table stream: the distinct snapshotAt of its loaded rows, and their number.
 RawCopies = t.Callable[[], dict[str, tuple[int, int]]]
-FULL_TABLE = ("apps", "app_entitlements", "automation_exclusions", "users", "access_reviews")
+FULL_TABLE = (
+    "apps",
+    "app_entitlements",
+    "automation_exclusions",
+    "users",
+    "access_reviews",
+    "app_users",
+    "grants",
+)
 
 
 def exclusions_by_entitlement(ds: Dataset) -> dict[tuple[str, str], list[str]]:
