@@ -394,6 +394,8 @@ def test_no_worker_thread_outlives_a_sync_that_fails_outside_its_records(
     with Emulator(dataset, credential=CREDENTIAL, latency=0.05) as emulator:
         config = {**feed_config(emulator), "max_concurrency": 8, "page_size": 10}
         config.pop("exclusion_entitlements")
+        # users without the directory: its records are the exclusions', which it drives.
+        config["read_directory"] = False
         tap = TapAccessGov(
             config=config, catalog=catalog_selecting(config, selected), parse_env_config=False
         )
