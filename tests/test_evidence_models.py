@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from emulator import Dataset, Emulator, lifecycle
+from emulator.grants import CurrentGrant
 from emulator.timefmt import parse_rfc3339
 from tests.conftest import E2E_DATASET, meltano
 from tests.test_models import as_of_instant, duckdb_models, postgres_models, us
@@ -77,15 +78,23 @@ def evidence_truth(ds: Dataset) -> dict[str, Counter]:
             about.get("accessReviewId"),
         )
 
-    def evidence(interval: lifecycle.Interval) -> tuple:
-        task = by_ref.get(interval.granted_ticket_id or "")
+    # The grants held now are the service's (current_grants); the feed's ADDED opened those
+    # the feed knows, the service's own start and originating ticket the others.
+    held_per_feed = {interval[:3]: interval for interval in lifecycle.held_at(intervals)}
+
+    def evidence(grant: CurrentGrant) -> tuple:
+        if (interval := held_per_feed.get(grant[:3])) is not None:
+            granted_at, ticket_id = interval.granted_at, interval.granted_ticket_id
+        else:
+            granted_at, ticket_id = grant.created_at, grant.originating_ticket_id
+        task = by_ref.get(ticket_id or "")
         approved = [step for step in approval_steps(task or {}) if step[0] == "approved"]
         last = approved[-1] if approved else (None, None, None)
         refs = (task or {}).get("externalRefs") or [{}]
         return (
-            *interval[:3],
-            us(interval.granted_at),
-            interval.granted_ticket_id,
+            *grant[:3],
+            us(granted_at),
+            ticket_id,
             task and task["id"],
             task and task.get("createdByUserId"),
             (task or {}).get("description") or None,
@@ -151,7 +160,7 @@ def evidence_truth(ds: Dataset) -> dict[str, Counter]:
             )
             for row in ds.grants_without_approval()
         ),
-        "grant_evidence": Counter(map(evidence, lifecycle.held_at(intervals))),
+        "grant_evidence": Counter(map(evidence, ds.current_grants())),
         "access_review_decisions": Counter(
             decision(task) for task in tasks if kind_of(task)[0] == "certify"
         ),
