@@ -1,11 +1,13 @@
 """Rows stored after N nightly runs, with and without ``prune_raw_snapshots``.
 
 A simulated tenant: each night a full copy of every full-table stream the models keep history
-for (apps, app_entitlements, automation_exclusions, users), written as target-jsonl writes it
-(one JSON line per record, ``snapshotAt`` the night's run, a ``full_table_snapshots`` line per
-stream), with ``--change`` of each stream's rows changed since the night before (a third
-removed, a third added, a third with a field changed; an exclusion has no field to change, so
-half removed, half added). Two copies of the same nights, side by side:
+for (apps, app_entitlements, users, app_users, grants, access_reviews, automation_exclusions),
+written as target-jsonl writes it (one JSON line per record, ``snapshotAt`` the night's run, a
+``full_table_snapshots`` line per stream), with ``--change`` of each stream's rows changed
+since the night before (a third removed, a third added, a third with a field changed; an
+exclusion has no field to change, so half removed, half added). An app user is an account of
+an app, owned by a user or by nobody; a grant is one per (app, entitlement, account of that
+app). Two copies of the same nights, side by side:
 
 - without the prune: the load, then ``dbt build`` of the history models (models/history)
   and ``automation_exclusion_history`` on DuckDB, as every night before the prune existed;
@@ -43,37 +45,31 @@ Row = dict[str, t.Any]
 class Tenant:
     """The service's full tables, changed a little each night."""
 
-    def __init__(self, apps: int, entitlements: int, exclusions: int, users: int) -> None:
+    def __init__(self, sizes: dict[str, int]) -> None:
+        """``sizes``: the rows of each stream on the first night, in the order they are made
+        (a stream's rows refer to those of the streams before it)."""
         self.random = random.Random(28)
         self.serial = 0
-        self.tables: dict[str, dict[tuple[str, ...], Row]] = {
-            "apps": {},
-            "app_entitlements": {},
-            "users": {},
-            "automation_exclusions": {},
-        }
-        for _ in range(apps):
-            self.add("apps")
-        for _ in range(entitlements):
-            self.add("app_entitlements")
-        for _ in range(users):
-            self.add("users")
-        for _ in range(exclusions):
-            self.add("automation_exclusions")
+        self.tables: dict[str, dict[tuple[str, ...], Row]] = {stream: {} for stream in sizes}
+        self.accounts: dict[str, list[str]] = {}  # per app, the ids of its app users
+        for stream, size in sizes.items():
+            for _ in range(size):
+                self.add(stream)
 
     def new_id(self) -> str:
         self.serial += 1
         return f"{self.serial:027d}"
 
+    def pick(self, stream: str) -> tuple[str, ...]:
+        return self.random.choice(list(self.tables[stream]))
+
     def add(self, stream: str) -> None:
-        table = self.tables[stream]
         row: Row
         if stream == "apps":
             row = {"id": self.new_id(), "displayName": f"App {self.serial}", "userCount": 10}
         elif stream == "app_entitlements":
-            app = self.random.choice(list(self.tables["apps"]))[0]
             row = {
-                "appId": app,
+                "appId": self.pick("apps")[0],
                 "id": self.new_id(),
                 "displayName": f"Entitlement {self.serial}",
                 "isAutomationEnabled": True,
@@ -87,18 +83,60 @@ class Tenant:
                 "status": "ENABLED",
                 "directoryStatus": "ENABLED",
             }
+        elif stream == "app_users":
+            app = self.pick("apps")[0]
+            owned = self.random.random() < 0.8  # the rest: service and system accounts
+            row = {
+                "appId": app,
+                "id": self.new_id(),
+                "identityUserId": self.pick("users")[0] if owned else "",
+                "displayName": f"Account {self.serial}",
+                "email": f"account{self.serial}@example.com" if owned else None,
+                "appUserType": "APP_USER_TYPE_USER" if owned else "APP_USER_TYPE_SERVICE_ACCOUNT",
+                "status": {"status": "STATUS_ENABLED", "details": ""},
+            }
+            self.accounts.setdefault(app, []).append(row["id"])
+        elif stream == "grants":
+            row = self.new_grant()
+        elif stream == "access_reviews":
+            row = {
+                "id": self.new_id(),
+                "displayName": f"Review {self.serial}",
+                "state": "ACCESS_REVIEW_STATE_OPEN",
+                "createdById": self.pick("users")[0],
+                "startedAt": "2026-01-01T00:00:00Z",
+                "closedAt": None,
+                "completionDate": "2026-06-30T00:00:00Z",
+            }
         else:
-            app, entitlement = self.random.choice(list(self.tables["app_entitlements"]))
-            user = self.random.choice(list(self.tables["users"]))[0]
+            app, entitlement = self.pick("app_entitlements")
+            user = self.pick("users")[0]
             row = {
                 "appId": app,
                 "appEntitlementId": entitlement,
                 "appUserId": f"account-{user}",
                 "userId": user,
             }
-        if stream != "automation_exclusions":
+        if stream not in ("automation_exclusions", "grants"):
             row["updatedAt"] = "2026-01-01T00:00:00Z"
-        table[key(stream, row)] = row
+        self.tables[stream][key(stream, row)] = row
+
+    def new_grant(self) -> Row:
+        """A grant not held yet: an entitlement of an app, to one of that app's accounts."""
+        while True:
+            app, entitlement = self.pick("app_entitlements")
+            if not self.accounts.get(app):
+                continue
+            account = self.random.choice(self.accounts[app])
+            if (app, entitlement, account) not in self.tables["grants"]:
+                return {
+                    "appId": app,
+                    "appEntitlementId": entitlement,
+                    "appUserId": account,
+                    "appEntitlementUserBindingCreatedAt": "2026-01-01T00:00:00Z",
+                    "appEntitlementUserBindingDeprovisionAt": None,
+                    "originatingTicketId": f"ticket-{self.new_id()}",
+                }
 
     def change(self, share: float, night: int) -> None:
         """``share`` of each table's rows changed."""
@@ -114,23 +152,40 @@ class Tenant:
                 if kind == "add":
                     self.add(stream)
                     continue
-                picked = self.random.choice(list(table))
+                picked = self.pick(stream)
                 if kind == "remove":
                     del table[picked]
+                    if stream == "app_users":
+                        self.accounts[picked[0]].remove(picked[1])
                 else:
-                    row = table[picked]
-                    field = {"apps": "userCount", "app_entitlements": "grantCount"}.get(stream)
-                    if field:
-                        row[field] += 1
-                    else:
-                        row["status"] = "DISABLED"
-                    row["updatedAt"] = f"2026-02-{night % 28 + 1:02d}T00:00:00Z"
+                    edit(stream, table[picked], f"2026-02-{night % 28 + 1:02d}T00:00:00Z")
+
+
+def edit(stream: str, row: Row, when: str) -> None:
+    """A field of ``row`` changed on the service at ``when``."""
+    if stream in ("apps", "app_entitlements"):
+        row["userCount" if stream == "apps" else "grantCount"] += 1
+    elif stream == "users":
+        row["status"] = "DISABLED"
+    elif stream == "app_users":
+        row["status"] = {"status": "STATUS_DISABLED", "details": "disabled in the app"}
+    elif stream == "grants":
+        row["appEntitlementUserBindingDeprovisionAt"] = when  # an end scheduled
+    else:
+        row["state"] = "ACCESS_REVIEW_STATE_CLOSED"
+        row["closedAt"] = when
+    if stream != "grants":
+        row["updatedAt"] = when
 
 
 def key(stream: str, row: Row) -> tuple[str, ...]:
     if stream == "automation_exclusions":
         return (row["appId"], row["appEntitlementId"], row["userId"])
-    return (row["appId"], row["id"]) if stream == "app_entitlements" else (row["id"],)
+    if stream == "grants":
+        return (row["appId"], row["appEntitlementId"], row["appUserId"])
+    return (
+        (row["appId"], row["id"]) if stream in ("app_entitlements", "app_users") else (row["id"],)
+    )
 
 
 def load(tenant: Tenant, directory: Path, snapshot_at: str) -> None:
@@ -212,10 +267,23 @@ def main() -> None:
     parser.add_argument("--entitlements", type=int, default=2000)
     parser.add_argument("--exclusions", type=int, default=6000)
     parser.add_argument("--users", type=int, default=2000)
+    parser.add_argument("--app-users", type=int, default=20000)
+    parser.add_argument("--grants", type=int, default=50000)
+    parser.add_argument("--reviews", type=int, default=50)
     parser.add_argument("--workdir", type=Path, default=ROOT / ".demo/history-benchmark")
     args = parser.parse_args()
 
-    tenant = Tenant(args.apps, args.entitlements, args.exclusions, args.users)
+    tenant = Tenant(
+        {
+            "apps": args.apps,
+            "app_entitlements": args.entitlements,
+            "users": args.users,
+            "app_users": args.app_users,
+            "grants": args.grants,
+            "access_reviews": args.reviews,
+            "automation_exclusions": args.exclusions,
+        }
+    )
     runs = {"without prune": args.workdir / "kept", "with prune": args.workdir / "pruned"}
     for directory in runs.values():
         shutil.rmtree(directory, ignore_errors=True)
