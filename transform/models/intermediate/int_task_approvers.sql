@@ -7,7 +7,7 @@ with approved as (
         task_id,
         user_id,
         decided_at,
-        row_number() over (partition by task_id order by decided_at desc, user_id) as recency
+        row_number() over (partition by task_id order by decided_at desc nulls last, user_id) as recency
     from {{ ref('stg_task_approvals') }}
     where verdict = 'approved'
 )

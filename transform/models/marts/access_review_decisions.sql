@@ -13,7 +13,7 @@ last_steps as (
     select
         task_id,
         user_id,
-        row_number() over (partition by task_id order by decided_at desc, user_id) as recency
+        row_number() over (partition by task_id order by decided_at desc nulls last, user_id) as recency
     from {{ ref('stg_task_approvals') }}
 ),
 
