@@ -361,7 +361,8 @@ class Service:
         if path == USERS_PATH:
             if method != "GET":
                 raise method_not_allowed("GET")
-            return list_users(self.dataset.directory, self.page_tokens, query, emit)
+            page = list_users(self.dataset.directory, self.page_tokens, query, emit)
+            return shapes.directory(page, self.settings.shapes)
         if match := APP_USERS.fullmatch(path):
             if method != "GET":
                 raise method_not_allowed("GET")

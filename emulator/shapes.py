@@ -97,7 +97,7 @@ def app_entitlements(page: Page, shapes: str) -> Page:
 
 
 def user(obj: dict[str, Any], shapes: str) -> dict[str, Any]:
-    """A User (inside an exclusion entry) in ``shapes``."""
+    """A User (of the directory or inside an exclusion entry) in ``shapes``."""
     if shapes == "older":
         obj.pop("origin", None)
         for name in SOURCES:
@@ -116,6 +116,15 @@ def user(obj: dict[str, Any], shapes: str) -> dict[str, Any]:
         if obj.get("managerIds"):
             obj["managerIds"] = [{"id": manager} for manager in obj["managerIds"]]
     return obj
+
+
+def directory(page: Page, shapes: str) -> Page:
+    """A page of the directory (``GET /api/v1/users``) in ``shapes``: each view's User as the
+    exclusion entries' users are."""
+    for view in _items(page):
+        if isinstance(view, dict) and isinstance(view.get("user"), dict):
+            user(view["user"], shapes)
+    return page
 
 
 def automation_exclusions(page: Page, shapes: str) -> Page:

@@ -152,6 +152,7 @@ def models_query(warehouse: dict[str, t.Any]) -> t.Callable[[str], list[tuple]]:
                     schema=warehouse["schema"] + "_models",
                     granted_at=epoch("granted_at"),
                     revoked_at=epoch("revoked_at"),
+                    scheduled_end_at=epoch("scheduled_end_at"),
                 )
             )
             .fetchall()
