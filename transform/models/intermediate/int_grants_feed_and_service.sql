@@ -41,7 +41,7 @@ select
     coalesce(service.app_user_id, feed.app_user_id) as app_user_id,
     service.app_id is not null as held_per_service,
     feed.app_id is not null as held_per_feed,
-    service_snapshots.complete_snapshots > 0 as service_was_read,
+    (select complete_snapshots from service_snapshots) > 0 as service_was_read,
     service.granted_at as service_granted_at,
     service.scheduled_end_at,
     service.originating_ticket_id,
@@ -52,4 +52,3 @@ full outer join feed_held as feed
     on feed.app_id = service.app_id
     and feed.app_entitlement_id = service.app_entitlement_id
     and feed.app_user_id = service.app_user_id
-cross join service_snapshots
