@@ -5,8 +5,10 @@ or decided since the bookmark, resumable windows, concurrency that changes nothi
 from __future__ import annotations
 
 import datetime
+import json
 import logging
 import math
+import threading
 import typing as t
 
 import pytest
@@ -14,8 +16,15 @@ import requests
 
 from emulator import Dataset, Emulator
 from tap_accessgov.paging import Page, viewed_objects
+from tap_accessgov.tap import TapAccessGov
 from tap_accessgov.timestamps import to_ns
-from tests.conftest import SMALL_DATASET, catalog_selecting, sync, tap_config
+from tests.conftest import (
+    SMALL_DATASET,
+    SyncResult,
+    catalog_selecting,
+    sync,
+    tap_config,
+)
 
 SEARCH = "/api/v1/search/tasks"
 PAGE = 25
@@ -30,8 +39,30 @@ def task_config(emu: Emulator, **settings: t.Any) -> dict[str, t.Any]:
     return {**tap_config(emu), "page_size": PAGE, **settings}
 
 
-def tasks_of(config: dict[str, t.Any], state: dict[str, t.Any] | None = None) -> t.Any:
-    return sync(config, state=state, catalog=catalog_selecting(config, {"tasks": None}))
+def tasks_of(
+    config: dict[str, t.Any],
+    state: dict[str, t.Any] | None = None,
+    on_search: t.Callable[[dict[str, t.Any]], None] | None = None,
+) -> SyncResult:
+    """A sync of ``tasks`` alone; ``on_search`` is called with the body of each task search
+    as its answer arrives (a requests response hook: public API), before the tap reads it."""
+    catalog = catalog_selecting(config, {"tasks": None})
+    tap = TapAccessGov(config=config, state=state, catalog=catalog, parse_env_config=False)
+    if on_search is not None:
+        lock = threading.Lock()
+
+        def hook(response: requests.Response, *args: t.Any, **kwargs: t.Any) -> None:
+            if response.request.path_url == SEARCH and response.request.body:
+                with lock:
+                    on_search(json.loads(response.request.body))
+
+        tap.streams["tasks"].requests_session.hooks["response"].append(hook)  # type: ignore[attr-defined]
+    return sync(config, tap=tap)
+
+
+def by_id(*runs: t.Iterable[dict[str, t.Any]]) -> dict[str, dict[str, t.Any]]:
+    """The warehouse after ``runs`` in order: records merged by id, the latest run's wins."""
+    return {record["id"]: record for records in runs for record in records}
 
 
 def searches(emu: Emulator) -> int:
@@ -113,6 +144,46 @@ def test_the_second_run_reads_only_tasks_created_or_decided_since_and_keeps_thei
     assert latest == {task_id: expected(task) for task_id, task in now_tasks.items()}
 
 
+def test_a_task_decided_while_a_run_pages_is_read_by_the_next_run(tenant: Emulator) -> None:
+    """A run reads the tasks decided since the last one first, then those created since.
+    While it pages (its outcome query answered), an approver decides an open task, and then
+    new grant events bring tasks created later still, which the run reads. Its bookmark is
+    capped at its start, not the latest ``updatedAt`` it saw (later than that decision), so
+    the next run reads the decided task, and the warehouse holds every task's state now."""
+    config = task_config(tenant, max_concurrency=4)
+    first = tasks_of(config)
+    decided: list[str] = []
+    later: list[str] = []  # the instants of the tasks created after that decision
+
+    def decide_while_paging(body: dict[str, t.Any]) -> None:
+        if decided:
+            return
+        now = datetime.datetime.now(datetime.UTC)
+        decided.extend(tenant.close_tasks(count=1, at=now))
+        later.extend(
+            (now + datetime.timedelta(seconds=1, milliseconds=n)).isoformat() for n in range(40)
+        )
+        tenant.add_events(dates=later)
+
+    started = to_ns(datetime.datetime.now(datetime.UTC).isoformat())
+    second = tasks_of(config, state=first.state, on_search=decide_while_paging)
+    (task_id,) = decided
+    truth = {task["id"]: task for task in tenant.dataset.tasks()}
+    outcome = outcome_ns(truth[task_id])
+    assert outcome is not None
+    assert started < outcome < to_ns(later[0])  # decided during the run
+    assert task_id in {r["id"] for r in first.records["tasks"]}  # read open by the first run
+    assert task_id not in {r["id"] for r in second.records["tasks"]}, "decided after it paged"
+    seen = max(to_ns(r["updatedAt"]) for r in second.records["tasks"])
+    assert seen >= to_ns(later[0])  # the run saw changes later than that decision
+
+    third = tasks_of(config, state=second.state)
+
+    assert {r["id"]: r for r in third.records["tasks"]}[task_id] == expected(truth[task_id])
+    warehouse = by_id(first.records["tasks"], second.records["tasks"], third.records["tasks"])
+    assert warehouse == {task_id: expected(task) for task_id, task in truth.items()}
+
+
 def test_an_interrupted_first_sync_resumes_without_reading_its_completed_windows(
     tenant: Emulator,
 ) -> None:
@@ -139,6 +210,78 @@ def test_an_interrupted_first_sync_resumes_without_reading_its_completed_windows
     final = resumed.state["bookmarks"]["tasks"]
     assert "backfill" not in final
     assert to_ns(final["replication_key_value"]) <= to_ns(killed["since"])
+
+
+def test_an_interrupted_incremental_run_resumes_from_its_last_state(
+    make_emulator: t.Callable[..., Emulator],
+) -> None:
+    """The second run of a tenant last read three days ago: its outcome query, then the
+    tasks created since in several windows. Cut off after some windows completed (what a
+    killed process wrote: its records and the last STATE before the cut, as test_backfill's
+    kill at 70%), the run from that STATE reads neither the outcome query nor the completed
+    windows again, keeps the interrupted run's start as its cap, and the warehouse (records
+    merged by id, the latest run's wins) then holds every task's state now."""
+    now = datetime.datetime.now(datetime.UTC)
+    tenant = make_emulator(
+        Dataset(**SMALL_DATASET, ticket_ids="mixed", end=now - datetime.timedelta(days=3))
+    )
+    config = task_config(tenant, max_concurrency=4)
+    first = tasks_of(config)
+    bookmark = first.state["bookmarks"]["tasks"]["replication_key_value"]
+    decided = tenant.close_tasks(count=10)
+    dates = [now - datetime.timedelta(hours=70, minutes=-17 * n) for n in range(240)]
+    tenant.add_events(dates=[date.isoformat() for date in dates])
+    second = tasks_of(config, state=first.state)
+
+    # Killed just before the third window's STATE: its records, the in-flight windows' so far.
+    killed: list[dict[str, t.Any]] = []
+    state: dict[str, t.Any] | None = None
+    windows_done = 0
+    for message in second.messages:
+        if message["type"] == "RECORD":
+            killed.append(message["record"])
+        elif message["type"] == "STATE":
+            backfill = message["value"]["bookmarks"]["tasks"].get("backfill")
+            if backfill and backfill["completed"]:
+                windows_done += 1
+                if windows_done == 3:
+                    break
+            state = message["value"]
+    assert state is not None
+    backfill = state["bookmarks"]["tasks"]["backfill"]
+    assert backfill["outcomesRead"] is True
+    completed = [(to_ns(a), None if b is None else to_ns(b)) for a, b in backfill["completed"]]
+    assert completed
+
+    def in_completed(instant: int) -> bool:
+        return any(a <= instant and (b is None or instant < b) for a, b in completed)
+
+    bodies: list[dict[str, t.Any]] = []
+    resumed = tasks_of(config, state=state, on_search=bodies.append)
+
+    assert bodies
+    assert not [body for body in bodies if "outcomeAfter" in body], "outcomes read again"
+    for body in bodies:
+        after, before = to_ns(body["createdAfter"]), body.get("createdBefore")
+        assert not in_completed(after), body
+        assert not any(
+            (before is None or a < to_ns(before)) and (b is None or after < b) for a, b in completed
+        ), f"a completed window read again: {body}"
+    read = [r["id"] for r in resumed.records["tasks"]]
+    assert len(read) == len(set(read))
+    assert not [r for r in resumed.records["tasks"] if in_completed(to_ns(r["createdAt"]))]
+    assert set(decided) <= {r["id"] for r in killed}
+    truth = {task["id"]: task for task in tenant.dataset.tasks()}
+    created_since = {i for i, task in truth.items() if to_ns(task["createdAt"]) >= to_ns(bookmark)}
+    assert set(read) == {i for i in created_since if not in_completed(to_ns(truth[i]["createdAt"]))}
+    final = resumed.state["bookmarks"]["tasks"]
+    assert "backfill" not in final
+    # The latest change either part delivered (the decisions, read before the cut), capped.
+    latest = max(to_ns(r["updatedAt"]) for r in killed + resumed.records["tasks"])
+    assert to_ns(final["replication_key_value"]) == min(latest, to_ns(backfill["since"]))
+    assert latest > max(to_ns(r["updatedAt"]) for r in resumed.records["tasks"])
+    warehouse = by_id(first.records["tasks"], killed, resumed.records["tasks"])
+    assert warehouse == {task_id: expected(task) for task_id, task in truth.items()}
 
 
 def test_concurrent_windows_read_the_same_tasks_as_one_request_at_a_time(
