@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import concurrent.futures
-import datetime
 import itertools
 import re
 import typing as t
+from operator import itemgetter
 
 from singer_sdk.exceptions import FatalAPIError
 from singer_sdk.helpers.conform import TypeConformanceLevel
@@ -14,16 +14,14 @@ from typing_extensions import override
 
 from tap_accessgov import schemas
 from tap_accessgov.paging import page_body
-from tap_accessgov.streams.base import AccessGovStream
 from tap_accessgov.streams.grant_feed_windows import (
-    BACKFILL,
-    Backfill,
     Window,
     WindowReader,
     filters_digest,
     initial_windows,
     pieces,
 )
+from tap_accessgov.streams.windowed import WindowedStream
 from tap_accessgov.timestamps import from_ns, normalize_timestamp, to_ns
 
 if t.TYPE_CHECKING:
@@ -53,7 +51,7 @@ def _window_context(window: Window) -> dict[str, t.Any]:
     return {"after": after, "before": before}
 
 
-class GrantFeedStream(AccessGovStream):
+class GrantFeedStream(WindowedStream):
     """Grant events from ``POST /api/v1/grants/feed``, incremental on ``feed.date``.
 
     The feed is not documented as sorted, so the stream is unsorted: the bookmark (the latest
@@ -74,16 +72,6 @@ class GrantFeedStream(AccessGovStream):
     # schema; re-checking each value was the largest cost in a profile (docs/performance.md).
     TYPE_CONFORMANCE_LEVEL = TypeConformanceLevel.NONE
 
-    def __init__(self, *args: t.Any, **kwargs: t.Any) -> None:
-        super().__init__(*args, **kwargs)
-        started = datetime.datetime.now(datetime.UTC)
-        self._signpost = normalize_timestamp(started.isoformat())
-
-    @override
-    def get_replication_key_signpost(self, context: Context | None = None) -> str:
-        """Sync start in the bookmark's own format (bookmarks compare as strings)."""
-        return self._signpost
-
     @override
     def records(self, context: Context | None) -> t.Iterable[dict[str, t.Any]]:
         """With ``max_concurrency`` > 1, the feed in concurrent time windows (see
@@ -99,7 +87,7 @@ class GrantFeedStream(AccessGovStream):
         lower = self.get_starting_replication_key_value(None)
         lower_ns = to_ns(lower) if lower else None
         upper_ns = to_ns(end) if (end := config.get("end_date")) else None
-        high = upper_ns if upper_ns is not None else to_ns(self._signpost)
+        high = upper_ns if upper_ns is not None else to_ns(self.run_start)
         pool = self.start_workers(workers, "grant-feed")
         try:
             # After a bookmark the events go on from there: probes only for a first sync.
@@ -113,20 +101,8 @@ class GrantFeedStream(AccessGovStream):
             pool.close()
             raise
         high = max(high, low + 1)
-        state = self.stream_state
-        filters = filters_digest(config)
-        backfill = Backfill.from_state(state, filters)
-        if backfill is None:
-            backfill = Backfill(filters)
-        elif backfill.completed:
-            self.logger.info(
-                "Resuming an interrupted grant feed sync: %d completed time range(s) from its "
-                "state are not read again",
-                len(backfill.completed),
-            )
-        windows = backfill.remaining(
-            initial_windows(lower_ns, upper_ns, low, high, workers, sample)
-        )
+        run = self.resumable_run(filters_digest(config))
+        windows = run.remaining(initial_windows(lower_ns, upper_ns, low, high, workers, sample))
         reader = WindowReader(
             read=lambda window: self.request_records(_window_context(window)),
             split=lambda window, delivered, typical: pieces(window, delivered, typical, low, high),
@@ -134,20 +110,9 @@ class GrantFeedStream(AccessGovStream):
             workers=pool,
             count=workers,
         )
-
-        def completed(window: Window) -> None:
-            backfill.complete(window)
-            state[BACKFILL] = backfill.to_state()
-            self.connection.state_writer.write_state(self.tap_state)
-
-        for record in reader.records(windows, completed):
-            backfill.saw(record["date"])
-            yield record
-        if backfill.latest is not None:  # events delivered by the interrupted run count too
-            self.state_manager.increment_state(
-                {"date": backfill.latest}, context=None, replication_key="date"
-            )
-        state.pop(BACKFILL, None)
+        # An event changed at its ``date`` (parse_response normalized it).
+        yield from run.delivered(reader.records(windows, run.complete), itemgetter("date"))
+        run.finish()
 
     def _where_events_are(
         self, after: int | None, upper: int | None, before: int, workers: Workers, slots: int

@@ -29,7 +29,6 @@ down is read next time). The warehouse keeps each task's latest version (the mod
 
 from __future__ import annotations
 
-import datetime
 import typing as t
 from functools import cached_property
 
@@ -37,14 +36,13 @@ from typing_extensions import override
 
 from tap_accessgov import schemas
 from tap_accessgov.paging import viewed_objects
-from tap_accessgov.streams.base import AccessGovStream
 from tap_accessgov.streams.grant_feed_windows import (
     BACKFILL,
-    Backfill,
     Window,
     WindowReader,
     initial_windows,
 )
+from tap_accessgov.streams.windowed import WindowedStream
 from tap_accessgov.timestamps import normalize_timestamp, to_ns
 
 if t.TYPE_CHECKING:
@@ -59,7 +57,7 @@ SINCE = "since"  # the interrupted run's start, in the backfill state
 OUTCOMES_READ = "outcomesRead"  # whether its outcome query completed
 
 
-class TasksStream(AccessGovStream):
+class TasksStream(WindowedStream):
     """Every task of the tenant, created or decided since the last run (module docstring)."""
 
     name = "tasks"
@@ -71,76 +69,36 @@ class TasksStream(AccessGovStream):
     schema = schemas.TASK
 
     @cached_property
+    @override
     def run_start(self) -> str:
         """The cap of this run's bookmark: when it started, or when the run it resumes did."""
         saved = self.stream_state.get(BACKFILL)
         if isinstance(saved, dict) and saved.get(SINCE):
             return normalize_timestamp(saved[SINCE])
-        return normalize_timestamp(datetime.datetime.now(datetime.UTC).isoformat())
-
-    @override
-    def get_replication_key_signpost(self, context: Context | None = None) -> str:
-        return self.run_start
+        return super().run_start
 
     @override
     def records(self, context: Context | None) -> t.Iterable[Record]:
         return self._changed_tasks()
 
     def _changed_tasks(self) -> t.Iterator[Record]:
-        state = self.stream_state
-        bookmark = state.get("replication_key_value")
+        bookmark = self.stream_state.get("replication_key_value")
         since = to_ns(self.run_start)
-        resumed = Backfill.from_state(state, WINDOWS_OF)  # None unless a valid backfill
-        backfill = resumed or Backfill(WINDOWS_OF)
-        outcomes_read = resumed is not None and bool(state[BACKFILL].get(OUTCOMES_READ))
-
-        def save() -> None:
-            state[BACKFILL] = {
-                **backfill.to_state(),
-                SINCE: self.run_start,
-                OUTCOMES_READ: outcomes_read,
-            }
-            self.connection.state_writer.write_state(self.tap_state)
-
-        if backfill.completed:
-            self.logger.info(
-                "Resuming an interrupted tasks sync: %d completed time range(s) from its state "
-                "are not read again",
-                len(backfill.completed),
-            )
-        if bookmark and not outcomes_read:
+        run = self.resumable_run(WINDOWS_OF)
+        run.extra = {SINCE: self.run_start, OUTCOMES_READ: bool(run.saved.get(OUTCOMES_READ))}
+        if bookmark and not run.extra[OUTCOMES_READ]:
             after = normalize_timestamp(bookmark)
-            yield from self._seen(
-                self.request_records({"outcomeAfter": after, "createdBefore": after}), backfill
-            )
-            outcomes_read = True
-            save()
+            outcomes = self.request_records({"outcomeAfter": after, "createdBefore": after})
+            yield from run.delivered(outcomes, _changed_at)
+            run.extra[OUTCOMES_READ] = True
+            run.save()
         low = to_ns(bookmark) if bookmark else self._earliest_created()
         if low is not None:
             workers = int(self.config["max_concurrency"])
             start = low if bookmark else None
-            windows = backfill.remaining(
-                initial_windows(start, None, low, max(since, low + 1), workers)
-            )
-
-            def completed(window: Window) -> None:
-                backfill.complete(window)
-                save()
-
-            yield from self._seen(self._windows(windows, workers, completed), backfill)
-        if backfill.latest is not None:  # tasks delivered by the interrupted run count too
-            self.state_manager.increment_state(
-                {"updatedAt": backfill.latest}, context=None, replication_key="updatedAt"
-            )
-        state.pop(BACKFILL, None)
-
-    @staticmethod
-    def _seen(records: t.Iterable[Record], backfill: Backfill) -> t.Iterator[Record]:
-        """``records``, each one's ``updatedAt`` (or ``createdAt``) noted as delivered."""
-        for record in records:
-            if changed := record.get("updatedAt") or record.get("createdAt"):
-                backfill.saw(normalize_timestamp(changed))
-            yield record
+            windows = run.remaining(initial_windows(start, None, low, max(since, low + 1), workers))
+            yield from run.delivered(self._windows(windows, workers, run.complete), _changed_at)
+        run.finish()
 
     def _windows(
         self, windows: list[Window], workers: int, completed: t.Callable[[Window], None]
@@ -189,6 +147,12 @@ class TasksStream(AccessGovStream):
     def parse_response(self, response: requests.Response) -> t.Iterable[Record]:
         """The ``task`` of each view; one without an id is skipped, with a warning."""
         return viewed_objects(response, "task", self.logger)
+
+
+def _changed_at(task: Record) -> str | None:
+    """When a task last changed (``updatedAt``, else ``createdAt``), in the bookmark's format."""
+    changed = task.get("updatedAt") or task.get("createdAt")
+    return normalize_timestamp(changed) if changed else None
 
 
 def _created_in(window: Window) -> dict[str, str]:
