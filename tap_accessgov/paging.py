@@ -3,7 +3,8 @@
 (a cycling server must not loop us forever).
 
 Every endpoint pages the same way and answers protobuf-JSON, so this is shared by all streams;
-the GET lists say it in the query string (``QueryPaging``), the feed in its body.
+the GET lists say it in the query string (``QueryPaging``), the searches and the feed (POST)
+in the body (``BodyPaging``).
 """
 
 from __future__ import annotations
@@ -132,3 +133,23 @@ class QueryPaging:
         if not next_page_token:
             return {"page_size": self.page_size} if self.declares_paging else {}
         return {"page_size": self.page_size, "page_token": next_page_token}
+
+
+class BodyPaging:
+    """``pageSize`` and, after the first page, ``pageToken`` in the JSON body: how the
+    service's searches and its feed (POST) page. ``search_filters`` adds the stream's own
+    fields (a ``pageSize`` among them replaces the setting's: a probe asks for a small page)."""
+
+    page_size: int
+
+    def prepare_request_payload(
+        self, context: t.Mapping[str, t.Any] | None, next_page_token: str | None
+    ) -> dict[str, t.Any]:
+        body: dict[str, t.Any] = {"pageSize": self.page_size, **self.search_filters(context)}
+        if next_page_token:
+            body["pageToken"] = next_page_token
+        return body
+
+    def search_filters(self, context: t.Mapping[str, t.Any] | None) -> dict[str, t.Any]:
+        """The fields of the request besides its paging (none unless the stream says)."""
+        return {}

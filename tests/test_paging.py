@@ -17,7 +17,7 @@ from singer_sdk.streams import RESTStream
 from emulator import Emulator
 from tap_accessgov.paging import MalformedPageError, NextPageTokenPaginator, Page, page_body
 from tap_accessgov.tap import TapAccessGov
-from tests.conftest import sync, tap_config
+from tests.conftest import CREDENTIAL, sync, tap_config
 
 
 def response(body: object, raw: bytes | None = None) -> requests.Response:
@@ -109,3 +109,34 @@ def test_every_page_is_parsed_once(emulator: Emulator, monkeypatch: pytest.Monke
     sync(config, tap=tap)
     assert sum(served.values()) == emulator.stats["api_requests"] > 20
     assert parsed == served
+
+
+def test_the_posts_page_in_their_body_with_their_own_filters() -> None:
+    """The searches and the feed (paging.BodyPaging): ``pageSize`` (a probe's own replaces
+    the setting's), the stream's filters, and ``pageToken`` only after the first page."""
+    config = {
+        "client_id": CREDENTIAL.client_id,
+        "client_secret": CREDENTIAL.client_secret,
+        "api_url": "http://127.0.0.1:9",  # nothing is sent
+        "page_size": 40,
+        "app_ids": ["a1"],
+    }
+    streams = TapAccessGov(config=config, parse_env_config=False).streams
+    grants, tasks, feed = streams["grants"], streams["tasks"], streams["grant_feed"]
+    window = {"createdAfter": "2026-01-01T00:00:00Z"}
+    bodies = {
+        "grants": grants.prepare_request_payload({"appId": "a1"}, None),  # type: ignore[attr-defined]
+        "grants, then": grants.prepare_request_payload({"appId": "a1"}, "t2"),  # type: ignore[attr-defined]
+        "tasks": tasks.prepare_request_payload(window, "t2"),  # type: ignore[attr-defined]
+        "first task": tasks.prepare_request_payload({"pageSize": 10}, None),  # type: ignore[attr-defined]
+        "probe": feed.prepare_request_payload(  # type: ignore[attr-defined]
+            {"after": None, "before": "2026-01-02T00:00:00Z", "probe": True}, None
+        ),
+    }
+    assert bodies == {
+        "grants": {"pageSize": 40, "appIds": ["a1"]},
+        "grants, then": {"pageSize": 40, "appIds": ["a1"], "pageToken": "t2"},
+        "tasks": {"pageSize": 40, **window, "pageToken": "t2"},
+        "first task": {"pageSize": 10},
+        "probe": {"pageSize": 10, "before": "2026-01-02T00:00:00Z", "appRefs": [{"id": "a1"}]},
+    }

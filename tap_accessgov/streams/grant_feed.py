@@ -13,7 +13,7 @@ from singer_sdk.helpers.conform import TypeConformanceLevel
 from typing_extensions import override
 
 from tap_accessgov import schemas
-from tap_accessgov.paging import page_body
+from tap_accessgov.paging import BodyPaging, page_body
 from tap_accessgov.streams.grant_feed_windows import (
     Window,
     WindowReader,
@@ -51,7 +51,7 @@ def _window_context(window: Window) -> dict[str, t.Any]:
     return {"after": after, "before": before}
 
 
-class GrantFeedStream(WindowedStream):
+class GrantFeedStream(BodyPaging, WindowedStream):
     """Grant events from ``POST /api/v1/grants/feed``, incremental on ``feed.date``.
 
     The feed is not documented as sorted, so the stream is unsorted: the bookmark (the latest
@@ -186,11 +186,11 @@ class GrantFeedStream(WindowedStream):
                 records.close()
 
     @override
-    def prepare_request_payload(
-        self, context: Context | None, next_page_token: str | None
-    ) -> dict[str, t.Any]:
+    def search_filters(self, context: Context | None) -> dict[str, t.Any]:
+        """A window's or a probe's bounds (a probe: a small page), else the run's; the
+        settings' filters and expand mask."""
         config = self.config
-        body: dict[str, t.Any] = {"pageSize": self.page_size}
+        body: dict[str, t.Any] = {}
         if context is not None and "before" in context:  # a window or a probe
             if context.get("probe"):
                 body["pageSize"] = 10
@@ -215,8 +215,6 @@ class GrantFeedStream(WindowedStream):
             body["userRefs"] = [{"id": user_id} for user_id in user_ids]
         if paths := config.get("expand_mask"):
             body["expandMask"] = {"paths": list(paths)}
-        if next_page_token:
-            body["pageToken"] = next_page_token
         return body
 
     @override

@@ -16,7 +16,7 @@ import typing as t
 from typing_extensions import override
 
 from tap_accessgov import schemas
-from tap_accessgov.paging import page_body
+from tap_accessgov.paging import BodyPaging, page_body
 from tap_accessgov.streams.apps import PerAppStream
 
 if t.TYPE_CHECKING:
@@ -29,7 +29,7 @@ Record = dict[str, t.Any]
 GRANT_FIELDS = tuple(schemas.GRANT["properties"])
 
 
-class GrantsStream(PerAppStream):
+class GrantsStream(BodyPaging, PerAppStream):
     """``POST /api/v1/search/grants`` with ``appIds: [app]`` for every app of the catalog."""
 
     name = "grants"
@@ -39,16 +39,9 @@ class GrantsStream(PerAppStream):
     schema = schemas.GRANT
 
     @override
-    def prepare_request_payload(
-        self, context: Context | None, next_page_token: str | None
-    ) -> dict[str, t.Any]:
-        body: dict[str, t.Any] = {
-            "appIds": [context["appId"]] if context else [],
-            "pageSize": self.page_size,
-        }
-        if next_page_token:
-            body["pageToken"] = next_page_token
-        return body
+    def search_filters(self, context: Context | None) -> dict[str, t.Any]:
+        """The partition's app."""
+        return {"appIds": [context["appId"]] if context else []}
 
     @override
     def parse_response(self, response: requests.Response) -> t.Iterable[Record]:

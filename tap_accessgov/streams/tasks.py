@@ -35,7 +35,7 @@ from functools import cached_property
 from typing_extensions import override
 
 from tap_accessgov import schemas
-from tap_accessgov.paging import viewed_objects
+from tap_accessgov.paging import BodyPaging, viewed_objects
 from tap_accessgov.streams.grant_feed_windows import (
     BACKFILL,
     Window,
@@ -57,7 +57,7 @@ SINCE = "since"  # the interrupted run's start, in the backfill state
 OUTCOMES_READ = "outcomesRead"  # whether its outcome query completed
 
 
-class TasksStream(WindowedStream):
+class TasksStream(BodyPaging, WindowedStream):
     """Every task of the tenant, created or decided since the last run (module docstring)."""
 
     name = "tasks"
@@ -134,14 +134,9 @@ class TasksStream(WindowedStream):
         return to_ns(created) if created else None
 
     @override
-    def prepare_request_payload(
-        self, context: Context | None, next_page_token: str | None
-    ) -> dict[str, t.Any]:
-        """The context's filters (time bounds as sent), a page size, the page token."""
-        body: dict[str, t.Any] = {"pageSize": self.page_size, **(context or {})}
-        if next_page_token:
-            body["pageToken"] = next_page_token
-        return body
+    def search_filters(self, context: Context | None) -> dict[str, t.Any]:
+        """The context's filters (time bounds as sent; a page size of its own, if any)."""
+        return dict(context or {})
 
     @override
     def parse_response(self, response: requests.Response) -> t.Iterable[Record]:
