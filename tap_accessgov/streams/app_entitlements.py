@@ -13,6 +13,7 @@ Contexts hold ids only (the SDK writes them into logs and state).
 
 from __future__ import annotations
 
+import functools
 import typing as t
 
 from typing_extensions import override
@@ -20,6 +21,7 @@ from typing_extensions import override
 from tap_accessgov import schemas
 from tap_accessgov.paging import QueryPaging, viewed_objects
 from tap_accessgov.streams.apps import AppsStream, PerAppStream
+from tap_accessgov.streams.read_once import ReadOnce
 
 if t.TYPE_CHECKING:
     import requests
@@ -29,6 +31,10 @@ if t.TYPE_CHECKING:
     from tap_accessgov.streams.base import ApiConnection
 
 Record = dict[str, t.Any]
+
+
+def _automation(entitlement: Record) -> tuple[str, bool]:
+    return entitlement["id"], entitlement.get("isAutomationEnabled") is True
 
 
 class AppEntitlementsStream(QueryPaging, PerAppStream):
@@ -42,30 +48,24 @@ class AppEntitlementsStream(QueryPaging, PerAppStream):
 
     def __init__(self, tap: Tap, *, connection: ApiConnection, apps: AppsStream) -> None:
         super().__init__(tap, connection=connection, apps=apps)
-        self._read: dict[str, list[tuple[str, bool]]] = {}  # app id -> (id, automated)
+        # By app id: (entitlement id, whether its automation is on) of each entitlement.
+        self._automated: ReadOnce[str, tuple[str, bool]] = ReadOnce(_automation)
 
     @override
     def records(self, context: Context | None) -> t.Iterator[Record]:
         """One app's entitlements; once all are read, which of them have automation on."""
-        if not context:
-            return
-        read = []
-        for record in self.partition_records(context):
-            read.append((record["id"], record.get("isAutomationEnabled") is True))
-            yield record
-        self._read[context["appId"]] = read
+        if context:
+            yield from self._automated.noting(context["appId"], self.partition_records(context))
 
     def entitlements_for_exclusions(self, *, automated_only: bool) -> list[tuple[str, str]]:
         """(app id, entitlement id) of every app entitlement with automation on (or of all),
         in catalog order; the apps not read yet in this run are read now, concurrently."""
         found = []
         for partition in self.partitions:
-            if partition["appId"] not in self._read:
-                for _ in self.records(partition):
-                    pass
+            read = functools.partial(self.records, partition)
             found += [
                 (partition["appId"], entitlement_id)
-                for entitlement_id, automated in self._read.get(partition["appId"], [])
+                for entitlement_id, automated in self._automated.of(partition["appId"], read)
                 if automated or not automated_only
             ]
         return found

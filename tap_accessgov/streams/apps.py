@@ -5,6 +5,7 @@ by app (``app_entitlements``, ``app_users``, ``grants``: one partition per app, 
 from __future__ import annotations
 
 import typing as t
+from operator import itemgetter
 
 from typing_extensions import override
 
@@ -12,6 +13,7 @@ from tap_accessgov import schemas
 from tap_accessgov.paging import QueryPaging, page_body
 from tap_accessgov.streams.base import AccessGovStream
 from tap_accessgov.streams.partitions import ConcurrentPartitionsStream
+from tap_accessgov.streams.read_once import ReadOnce
 
 if t.TYPE_CHECKING:
     import requests
@@ -33,23 +35,16 @@ class AppsStream(QueryPaging, AccessGovStream):
 
     def __init__(self, tap: Tap, *, connection: ApiConnection) -> None:
         super().__init__(tap, connection=connection)
-        self._app_ids: list[str] | None = None
+        self._ids: ReadOnce[None, str] = ReadOnce(itemgetter("id"))
 
     @override
     def records(self, context: Context | None) -> t.Iterator[Record]:
         """Every app, keeping their ids once the list is complete."""
-        app_ids = []
-        for record in self.request_records(None):
-            app_ids.append(record["id"])
-            yield record
-        self._app_ids = app_ids
+        yield from self._ids.noting(None, self.request_records(None))
 
     def app_ids(self) -> list[str]:
         """The ids of every app, in the service's order: read once per run."""
-        if self._app_ids is None:
-            for _ in self.records(None):
-                pass
-        return self._app_ids or []
+        return self._ids.of(None, lambda: self.records(None))
 
     @override
     def parse_response(self, response: requests.Response) -> t.Iterable[Record]:
