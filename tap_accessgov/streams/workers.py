@@ -15,9 +15,13 @@ threads: none outlives its sync.
 
 from __future__ import annotations
 
+import queue
 import threading
 import typing as t
 from concurrent.futures import Future, ThreadPoolExecutor
+
+if t.TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
 
 _T = t.TypeVar("_T")
 
@@ -46,3 +50,54 @@ class Workers:
             self._executor.shutdown(wait=True, cancel_futures=True)
         finally:
             self.stop.clear()  # the threads are gone; the main thread's requests go on
+
+
+def read_ahead(
+    workers: Workers, read: t.Callable[[], Iterable[_T]], chunk: int, chunks: int
+) -> Iterator[_T]:
+    """The items of ``read()``, read in one of ``workers``' threads up to ``chunks`` chunks of
+    ``chunk`` items ahead of the caller: a page series whose pages must follow each other
+    (each token comes with the page before) still has its next page in flight while the
+    caller hands the last one on. What ``read`` raises is raised here, after the items read
+    before it, as the series itself would; closing ``workers`` ends the reading at its next
+    item."""
+    handed: queue.Queue[tuple[bool, t.Any]] = queue.Queue(maxsize=chunks)
+
+    def send(done: bool, payload: t.Any) -> None:
+        while not workers.stop.is_set():  # the caller no longer takes: give up
+            try:
+                handed.put((done, payload), timeout=0.1)
+            except queue.Full:
+                continue
+            return
+
+    def work() -> None:
+        items: list[_T] = []
+        try:
+            for item in read():
+                if workers.stop.is_set():
+                    return
+                items.append(item)
+                if len(items) == chunk:
+                    send(False, items)
+                    items = []
+        except BaseException as exc:  # handed to the caller after the items read before it
+            send(False, items)
+            send(True, exc)
+        else:
+            send(False, items)
+            send(True, None)
+
+    workers.submit(work)
+    while True:
+        try:
+            done, payload = handed.get(timeout=0.1)
+        except queue.Empty:
+            if workers.stop.is_set():
+                return  # closed: the sync is ending, nothing is read further
+            continue
+        if done:
+            if payload is not None:
+                raise payload
+            return
+        yield from payload
