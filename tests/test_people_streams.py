@@ -5,13 +5,23 @@ accounts and users are removed between runs."""
 
 from __future__ import annotations
 
+import time
+import typing as t
 from collections import Counter
 
 import pytest
 from singer_sdk.exceptions import FatalAPIError
 
 from emulator import Dataset, Emulator
-from tests.conftest import CREDENTIAL, SMALL_DATASET, SyncResult, ns, sync, tap_config
+from tests.conftest import (
+    CREDENTIAL,
+    SMALL_DATASET,
+    SyncResult,
+    catalog_selecting,
+    ns,
+    sync,
+    tap_config,
+)
 
 
 def app_users_truth(ds: Dataset) -> Counter:
@@ -161,3 +171,28 @@ def test_a_key_that_may_not_read_the_directory_fails_in_one_line_naming_the_sett
     }
     assert sorted(users_read(result)) == sorted(excluded)
     assert "full_table_snapshots" in result.records
+
+
+def test_users_alone_reads_the_exclusions_while_the_directory_pages_follow_each_other(
+    emulator: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With ``automation_exclusions`` not selected, ``users`` reads the exclusion pages
+    itself: in the threads the directory's one page series leaves free, while that series is
+    read, not one after the other (the sync waits for the longer of the two, not their sum)."""
+    emulator.latency = 0.02
+    started: list[tuple[str, float]] = []
+    answer = emulator.service.answer
+
+    def recording(request: t.Any) -> dict[str, t.Any]:
+        started.append((request.path, time.monotonic()))
+        return answer(request)
+
+    monkeypatch.setattr(emulator.service, "answer", recording)
+    config = tap_config(emulator) | {"max_concurrency": 4, "page_size": 10}
+    result = sync(config, catalog=catalog_selecting(config, {"users": None}))
+    assert users_read(result) == users_truth(emulator.dataset)
+    directory = [at for path, at in started if path == "/api/v1/users"]
+    exclusions = [at for path, at in started if path.endswith("/automation/exclusions")]
+    assert len(directory) >= 20, "a directory of many pages"
+    assert len(exclusions) >= len(emulator.dataset.exclusion_entitlements)
+    assert max(exclusions) < max(directory), "every exclusion page before the directory's last"

@@ -28,6 +28,7 @@ from emulator import Dataset, Emulator, make_credential
 from emulator.tls import self_signed
 from tap_accessgov import retries
 from tap_accessgov.retries import retry_after_seconds
+from tap_accessgov.streams.workers import Workers, read_ahead
 from tap_accessgov.tap import TapAccessGov
 from tests.conftest import (
     BIN_TAP,
@@ -499,7 +500,11 @@ def test_a_failed_run_exits_at_once_while_a_worker_waits_for_an_answer(
     took = time.monotonic() - started
     assert took < 10, f"the failed run waited {took:.0f} s for a request in flight"
     assert emulator.stats["faults_by_kind"] == {"slow": 1, "403": 1}
-    workers = ("grant-feed", "prefetch")  # the Workers' thread names (streams/workers.py)
+    workers = (
+        "grant-feed",
+        "prefetch",
+        "directory",
+    )  # the Workers' thread names (streams/workers.py)
     assert not [th.name for th in threading.enumerate() if th.name.startswith(workers)]
 
 
@@ -528,3 +533,31 @@ def test_the_final_state_is_written_after_the_sdk_has_synced_every_stream(
     assert events[-2:] == ["the SDK's sync_all returned", f"StateMessage {json.dumps(tap.state)}"]
     assert result.messages[-1] == {"type": "STATE", "value": result.state}
     assert set(result.state["bookmarks"]) == {*STREAMS, "full_table_snapshots"}
+
+
+def test_read_ahead_reads_the_next_chunks_while_the_caller_holds_one_and_raises_its_failure() -> (
+    None
+):
+    """``read_ahead`` (streams/workers.py): a page series whose pages must follow each other
+    has its next pages read in a worker while the caller still holds the first item, hands
+    every item on in order, and raises in the caller what the reading raised."""
+    ahead = threading.Event()
+
+    def read() -> t.Iterator[int]:
+        for item in range(25):
+            if item == 20:
+                ahead.set()  # two chunks of ten have gone to the queue
+            yield item
+        raise RuntimeError("the service failed")
+
+    workers = Workers(1, threading.Event(), "read-ahead-test")
+    try:
+        items = read_ahead(workers, read, chunk=10, chunks=3)
+        taken = [next(items)]
+        assert ahead.wait(5), "the next chunks are read while the caller holds the first"
+        with pytest.raises(RuntimeError, match="the service failed"):
+            taken.extend(items)
+        assert taken == list(range(25))
+    finally:
+        workers.close()
+    assert not [th.name for th in threading.enumerate() if th.name.startswith("read-ahead-test")]

@@ -70,6 +70,12 @@ class PartitionPrefetcher:
             return []
         return self._fetch(context, self._workers.stop.is_set)
 
+    def ready(self, context: Context) -> bool:
+        """Whether ``context`` is the next partition and its records have all arrived."""
+        return bool(self._in_flight) and (
+            self._in_flight[0][0] == _key(context) and self._in_flight[0][1].done()
+        )
+
     def take(self, context: Context) -> list[Record]:
         """The records of ``context``; re-raises what its fetch raised."""
         if not self._in_flight or self._in_flight[0][0] != _key(context):
@@ -159,6 +165,20 @@ class ConcurrentPartitionsStream(AccessGovStream):
             if stopped():
                 return
             yield record
+
+    def fetch_ahead(self, context: Context, workers: int) -> None:
+        """Start fetching ``context`` and the partitions after it in ``workers`` threads now,
+        before ``partition_records`` asks for them: for a stream that reads this one's
+        partitions while its own requests are one after another (``users`` reading the
+        directory), and keeps a thread of the run's budget for them."""
+        if workers > 0:
+            self._prefetcher_from(context, workers)
+
+    def fetched(self, context: Context) -> bool:
+        """Whether ``partition_records(context)`` answers without waiting: it is the next
+        partition fetched ahead, and its records have arrived."""
+        prefetcher = self._prefetcher
+        return prefetcher is not None and not prefetcher.closed and prefetcher.ready(context)
 
     def _prefetcher_from(self, context: Context, workers: int) -> PartitionPrefetcher:
         if self._prefetcher is None or self._prefetcher.closed:

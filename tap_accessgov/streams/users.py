@@ -10,6 +10,7 @@ not through SDK contexts (personal data in logs and state).
 
 from __future__ import annotations
 
+import collections
 import typing as t
 
 from singer_sdk.exceptions import FatalAPIError
@@ -22,6 +23,7 @@ from tap_accessgov.streams.automation_exclusions import (
     partition_key,
 )
 from tap_accessgov.streams.base import AccessGovStream
+from tap_accessgov.streams.workers import read_ahead
 
 if t.TYPE_CHECKING:
     import requests
@@ -31,6 +33,8 @@ if t.TYPE_CHECKING:
     from tap_accessgov.streams.base import ApiConnection
 
 User = dict[str, t.Any]
+
+DIRECTORY_AHEAD = 8  # pages of the directory read ahead of the records handed on, at most
 
 
 class UsersStream(QueryPaging, AccessGovStream):
@@ -79,23 +83,58 @@ class UsersStream(QueryPaging, AccessGovStream):
 
     @override
     def records(self, context: Context | None) -> t.Iterator[User]:
-        listed: set[str] = set()
-        if self.config["read_directory"]:
-            for user in self.request_records(None):
-                listed.add(user["id"])
-                yield user
-        for user in self._excluded_users():
-            if user["id"] not in listed:
-                yield user
+        """The directory's users, then the exclusions' users it did not list.
 
-    def _excluded_users(self) -> t.Iterator[User]:
+        The directory is one page series (each page's token comes with the page before), so its
+        pages follow each other, read in a thread of their own a few pages ahead of the records
+        handed on. Meanwhile the exclusion pages not read yet in this run (all of them when
+        ``automation_exclusions`` is not selected) are listed and fetched by the other threads
+        of ``max_concurrency``, and taken in partition order between the directory's records
+        as they arrive: the sync waits for the longer of the two, not for their sum.
+        """
         exclusions = self.exclusions
-        excluded_users = exclusions.excluded_users
+        concurrency = int(self.config["max_concurrency"])
+        directory: t.Iterator[User] = iter(())
+        if self.config["read_directory"]:
+            if concurrency > 1:
+                workers = self.start_workers(1, "directory")
+                directory = read_ahead(
+                    workers, lambda: self.request_records(None), self.page_size, DIRECTORY_AHEAD
+                )
+            else:
+                directory = iter(self.request_records(None))
+        unread = collections.deque(
+            partition
+            for partition in exclusions.partitions
+            if not exclusions.excluded_users.was_read(partition_key(partition))
+        )
+        if unread and self.config["read_directory"]:
+            exclusions.fetch_ahead(unread[0], concurrency - 1)
+        listed: set[str] = set()
+        for user in directory:
+            listed.add(user["id"])
+            yield user
+            while unread and exclusions.fetched(unread[0]):
+                self._read_exclusions(unread.popleft())
+        yield from self._excluded_users(unread, listed)
+
+    def _read_exclusions(self, partition: dict[str, t.Any]) -> None:
+        """Read one exclusion partition through ``automation_exclusions``' own loop: its
+        records are not ours to emit; its users go to the run's ``ExcludedUsers``."""
+        for _ in self.exclusions.records(partition):
+            pass
+
+    def _excluded_users(
+        self, unread: collections.deque[dict[str, t.Any]], listed: set[str]
+    ) -> t.Iterator[User]:
+        """The exclusions' users the directory did not list, in ``ExcludedUsers``' order, each
+        partition's as soon as it is read."""
+        excluded_users = self.exclusions.excluded_users
         emitted = 0
-        for partition in exclusions.partitions:
-            if not excluded_users.was_read(partition_key(partition)):
-                for _ in exclusions.records(partition):
-                    pass  # the exclusion records are not ours to emit; their users are
+        while True:
             users = excluded_users.since(emitted)
             emitted += len(users)
-            yield from users
+            yield from (user for user in users if user["id"] not in listed)
+            if not unread:
+                return
+            self._read_exclusions(unread.popleft())

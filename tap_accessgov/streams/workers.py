@@ -7,17 +7,22 @@ another. Here the SDK still drives the sync (contexts, records, state, child str
 writer on stdout, all in the main thread); only HTTP work runs in ``Workers``, through the
 stream's own request loop (same paging, retries, authenticator and request budget). A stream
 starts them with ``AccessGovStream.start_workers`` and the base ends them when its sync ends
-(``TapStream.sync``): the partitions fetched ahead (partitions.py) and the grant feed's time
-windows (grant_feed_windows.py) share them. Closing them sets the stream's stop event, which
+(``TapStream.sync``): the partitions fetched ahead (partitions.py), the grant feed's time
+windows (grant_feed_windows.py) and the directory's pages read ahead (``read_ahead``, for
+``users``) share them. Closing them sets the stream's stop event, which
 ends every wait in the request path at once, cancels what has not started and joins the
 threads: none outlives its sync.
 """
 
 from __future__ import annotations
 
+import queue
 import threading
 import typing as t
 from concurrent.futures import Future, ThreadPoolExecutor
+
+if t.TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
 
 _T = t.TypeVar("_T")
 
@@ -46,3 +51,54 @@ class Workers:
             self._executor.shutdown(wait=True, cancel_futures=True)
         finally:
             self.stop.clear()  # the threads are gone; the main thread's requests go on
+
+
+def read_ahead(
+    workers: Workers, read: t.Callable[[], Iterable[_T]], chunk: int, chunks: int
+) -> Iterator[_T]:
+    """The items of ``read()``, read in one of ``workers``' threads up to ``chunks`` chunks of
+    ``chunk`` items ahead of the caller: a page series whose pages must follow each other
+    (each token comes with the page before) still has its next page in flight while the
+    caller hands the last one on. What ``read`` raises is raised here, after the items read
+    before it, as the series itself would; closing ``workers`` ends the reading at its next
+    item."""
+    handed: queue.Queue[tuple[bool, t.Any]] = queue.Queue(maxsize=chunks)
+
+    def send(done: bool, payload: t.Any) -> None:
+        while not workers.stop.is_set():  # the caller no longer takes: give up
+            try:
+                handed.put((done, payload), timeout=0.1)
+            except queue.Full:
+                continue
+            return
+
+    def work() -> None:
+        items: list[_T] = []
+        try:
+            for item in read():
+                if workers.stop.is_set():
+                    return
+                items.append(item)
+                if len(items) == chunk:
+                    send(False, items)
+                    items = []
+        except BaseException as exc:  # handed to the caller after the items read before it
+            send(False, items)
+            send(True, exc)
+        else:
+            send(False, items)
+            send(True, None)
+
+    workers.submit(work)
+    while True:
+        try:
+            done, payload = handed.get(timeout=0.1)
+        except queue.Empty:
+            if workers.stop.is_set():
+                return  # closed: the sync is ending, nothing is read further
+            continue
+        if done:
+            if payload is not None:
+                raise payload
+            return
+        yield from payload
