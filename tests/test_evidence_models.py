@@ -22,7 +22,13 @@ from emulator import Dataset, Emulator, lifecycle
 from emulator.grants import CurrentGrant
 from emulator.timefmt import parse_rfc3339
 from tests.conftest import E2E_DATASET, meltano
-from tests.test_models import as_of_instant, duckdb_models, postgres_models, us
+from tests.test_models import (
+    as_of_instant,
+    duckdb_models,
+    postgres_epoch_us,
+    postgres_models,
+    us,
+)
 
 KINDS_ABOUT_A_GRANT = ("grant", "revoke", "certify")
 OUTCOME_KINDS = (*KINDS_ABOUT_A_GRANT, "offboarding")
@@ -190,7 +196,7 @@ QUERIES = {
 # ``{ts_<column>}`` in a query: the column as epoch microseconds, in each engine's SQL.
 ENGINES = {
     "duckdb": "epoch_us({column})",
-    "postgres": "(extract(epoch FROM {column}) * 1000000)::bigint",
+    "postgres": postgres_epoch_us("{column}"),
 }
 
 

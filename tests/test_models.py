@@ -338,21 +338,29 @@ def postgres_models(
     """Meltano's environment for target-postgres into ``schema`` of the database at ``url``
     and dbt-postgres into ``<schema>_models``, and a query on the built models."""
     env = postgres_env(base_env(emulator, tmp_path, as_of), url, schema)
+    return env, postgres_models_query(connection, schema)
+
+
+def postgres_epoch_us(column: str) -> str:
+    """A timestamp column as epoch microseconds in PostgreSQL (DuckDB's ``epoch_us``)."""
+    return f"(extract(epoch FROM {column}) * 1000000)::bigint"
+
+
+def postgres_models_query(connection: t.Any, schema: str) -> t.Callable[[str], list[tuple]]:
+    """A query on the models dbt-postgres built into ``<schema>_models`` (``{schema}``,
+    ``{granted_at}``, ``{revoked_at}``, ``{scheduled_end_at}`` filled in)."""
 
     def query(sql: str) -> list[tuple]:
-        def epoch(column: str) -> str:
-            return f"(extract(epoch FROM {column}) * 1000000)::bigint"
-
         return connection.execute(
             sql.format(
                 schema=schema + "_models",
-                granted_at=epoch("granted_at"),
-                revoked_at=epoch("revoked_at"),
-                scheduled_end_at=epoch("scheduled_end_at"),
+                granted_at=postgres_epoch_us("granted_at"),
+                revoked_at=postgres_epoch_us("revoked_at"),
+                scheduled_end_at=postgres_epoch_us("scheduled_end_at"),
             )
         ).fetchall()
 
-    return env, query
+    return query
 
 
 @pytest.mark.parametrize("emit_unpopulated", [False, True], ids=["omitted", "emitted"])
