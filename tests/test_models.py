@@ -374,12 +374,14 @@ def postgres_epoch_us(column: str) -> str:
     return f"(extract(epoch FROM {column}) * 1000000)::bigint"
 
 
-def postgres_models_query(connection: t.Any, schema: str) -> t.Callable[[str], list[tuple]]:
+def postgres_models_query(
+    connection: t.Any, schema: str
+) -> t.Callable[[str], list[tuple[t.Any, ...]]]:
     """A query on the models dbt-postgres built into ``<schema>_models`` (``{schema}``,
     ``{granted_at}``, ``{revoked_at}``, ``{scheduled_end_at}`` filled in)."""
 
-    def query(sql: str) -> list[tuple]:
-        return connection.execute(
+    def query(sql: str) -> list[tuple[t.Any, ...]]:
+        rows: list[tuple[t.Any, ...]] = connection.execute(
             sql.format(
                 schema=schema + "_models",
                 granted_at=postgres_epoch_us("granted_at"),
@@ -387,6 +389,7 @@ def postgres_models_query(connection: t.Any, schema: str) -> t.Callable[[str], l
                 scheduled_end_at=postgres_epoch_us("scheduled_end_at"),
             )
         ).fetchall()
+        return rows
 
     return query
 
@@ -484,7 +487,9 @@ def test_models_on_postgres_equal_the_emulators_truth(
     compare(query, truth(ds, as_of))
 
 
-def compare_without_the_directory(query: t.Callable[[str], list[tuple]], ds: Dataset) -> None:
+def compare_without_the_directory(
+    query: t.Callable[[str], list[tuple[t.Any, ...]]], ds: Dataset
+) -> None:
     """The models of a run with ``read_directory: false`` equal the truth where ``users`` is
     the exclusions' users: no owner outside them is among the people who left, though many
     hold access, while the excluded owners disabled or deleted still are."""
@@ -513,7 +518,11 @@ def test_models_without_the_directory_on_duckdb_list_only_owners_known_to_have_l
 
 
 def test_models_without_the_directory_on_postgres_list_only_owners_known_to_have_left(
-    meltano_plugins: None, e2e_emulator: Emulator, postgres, warehouse_url: str, tmp_path: Path
+    meltano_plugins: None,
+    e2e_emulator: Emulator,
+    postgres: tuple[t.Any, str],
+    warehouse_url: str,
+    tmp_path: Path,
 ) -> None:
     connection, schema = postgres
     ds = e2e_emulator.dataset
