@@ -35,26 +35,29 @@ decisions as (
 ),
 
 held_after_close as (
-    select distinct decisions.task_id
-    from decisions
-    inner join {{ ref('grant_intervals') }} as intervals
-        on intervals.app_id = decisions.app_id
-        and intervals.app_entitlement_id = decisions.app_entitlement_id
-        and intervals.app_user_id = decisions.app_user_id
-    where decisions.access_review_closed_at is not null
-        and (intervals.granted_at is null or intervals.granted_at <= decisions.access_review_closed_at)
-        and (intervals.revoked_at is null or intervals.revoked_at > decisions.access_review_closed_at)
+    select distinct task_id
+    from (
+        select decisions.task_id
+        from decisions
+        inner join {{ ref('grant_intervals') }} as intervals
+            on intervals.app_id = decisions.app_id
+            and intervals.app_entitlement_id = decisions.app_entitlement_id
+            and intervals.app_user_id = decisions.app_user_id
+        where decisions.access_review_closed_at is not null
+            and (intervals.granted_at is null or intervals.granted_at <= decisions.access_review_closed_at)
+            and (intervals.revoked_at is null or intervals.revoked_at > decisions.access_review_closed_at)
 
-    union
+        union all
 
-    select decisions.task_id
-    from decisions
-    inner join {{ ref('current_grants') }} as held
-        on held.app_id = decisions.app_id
-        and held.app_entitlement_id = decisions.app_entitlement_id
-        and held.app_user_id = decisions.app_user_id
-    where decisions.access_review_closed_at is not null
-        and (held.granted_at is null or held.granted_at <= decisions.access_review_closed_at)
+        select decisions.task_id
+        from decisions
+        inner join {{ ref('current_grants') }} as held
+            on held.app_id = decisions.app_id
+            and held.app_entitlement_id = decisions.app_entitlement_id
+            and held.app_user_id = decisions.app_user_id
+        where decisions.access_review_closed_at is not null
+            and (held.granted_at is null or held.granted_at <= decisions.access_review_closed_at)
+    ) as held_per_feed_or_service
 )
 
 select
