@@ -35,29 +35,28 @@ decisions as (
 ),
 
 held_after_close as (
-    select distinct task_id
-    from (
-        select decisions.task_id
-        from decisions
-        inner join {{ ref('grant_intervals') }} as intervals
-            on intervals.app_id = decisions.app_id
-            and intervals.app_entitlement_id = decisions.app_entitlement_id
-            and intervals.app_user_id = decisions.app_user_id
-        where decisions.access_review_closed_at is not null
-            and (intervals.granted_at is null or intervals.granted_at <= decisions.access_review_closed_at)
-            and (intervals.revoked_at is null or intervals.revoked_at > decisions.access_review_closed_at)
-
+    -- held across the close: an interval of the feed, or the service's grant of now (its
+    -- snapshot, read after the close), held from its start and not revoked as of then
+    select distinct decisions.task_id
+    from decisions
+    inner join (
+        select app_id, app_entitlement_id, app_user_id, granted_at, revoked_at
+        from {{ ref('grant_intervals') }}
         union all
-
-        select decisions.task_id
-        from decisions
-        inner join {{ ref('current_grants') }} as held
-            on held.app_id = decisions.app_id
-            and held.app_entitlement_id = decisions.app_entitlement_id
-            and held.app_user_id = decisions.app_user_id
-        where decisions.access_review_closed_at is not null
-            and (held.granted_at is null or held.granted_at <= decisions.access_review_closed_at)
-    ) as held_per_feed_or_service
+        select
+            app_id,
+            app_entitlement_id,
+            app_user_id,
+            granted_at,
+            cast(null as {{ type_timestamp_tz() }}) as revoked_at
+        from {{ ref('current_grants') }}
+    ) as held
+        on held.app_id = decisions.app_id
+        and held.app_entitlement_id = decisions.app_entitlement_id
+        and held.app_user_id = decisions.app_user_id
+    where decisions.access_review_closed_at is not null
+        and (held.granted_at is null or held.granted_at <= decisions.access_review_closed_at)
+        and (held.revoked_at is null or held.revoked_at > decisions.access_review_closed_at)
 )
 
 select
