@@ -115,7 +115,7 @@ class Dataset:
         self.reviews = AccessReviews(
             key, count=access_reviews, users=self.users.ids, end_ns=self.end_ns
         )
-        self.ticketing = Tasks(key, self.feed, self.users, self.reviews)
+        self.ticketing = Tasks(key, self.feed, self.users, self.reviews, grants=self.grants)
 
     # ----- catalog ----------------------------------------------------------------------------
 

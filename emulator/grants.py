@@ -89,6 +89,11 @@ class CurrentGrants:
                     older.append((a, (self.seed.mix(22, n * 8 + j) + j) % entitlements, n))
         return sorted(set(older))
 
+    def made_before_feed(self) -> list[CurrentGrant]:
+        """Every grant made before the feed began (``feed_knows`` False), before removals: no
+        feed event names them, then or at run time, so the list never changes."""
+        return [self._grant(a, k, n, None, None) for a, k, n in self._older_than_feed()]
+
     # ----- the grants -------------------------------------------------------------------------
 
     def _grant(self, a: int, k: int, n: int, start: int | None, ticket: str | None) -> CurrentGrant:

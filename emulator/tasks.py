@@ -13,7 +13,8 @@ the event's date as its outcome time. A seeded draw per ticket decides its varia
 
 Besides those: denied and cancelled requests the feed never saw, offboarding tasks, a task of
 a type newer than most clients (``action``), and a certify task per decision of each access
-review (emulator/reviews.py). ``close()`` decides open tasks, as approvers do between two
+review (emulator/reviews.py): a review decides grants the feed holds at its start and, as on a
+real tenant, grants made before the feed began (which the feed may never name). ``close()`` decides open tasks, as approvers do between two
 runs. Unset fields are omitted, or sent empty with ``emit_unpopulated``
 (emulator/unpopulated.py): the task's, its type's and its policy's.
 
@@ -31,6 +32,7 @@ from typing import Any, NamedTuple
 from emulator import lifecycle
 from emulator.errors import bad_request
 from emulator.feed import GrantFeed
+from emulator.grants import CurrentGrants
 from emulator.paging import PageTokens, clamp_page_size, digest_of
 from emulator.protojson import body_object
 from emulator.protojson import fields as _fields  # every search of the service parses alike
@@ -218,12 +220,14 @@ class Tasks:
         users: Users,
         reviews: AccessReviews,
         *,
+        grants: CurrentGrants | None = None,
         per_review: int = 24,
     ) -> None:
         self.seed = seed
         self.feed = feed
         self.users = users
         self.reviews = reviews
+        self.grants = grants  # the grants made before the feed, which reviews decide too
         self.per_review = per_review
         self._lock = threading.Lock()
         self._built_for = -1
@@ -355,33 +359,52 @@ class Tasks:
             yield spec
 
     def _certifications(self) -> Iterable[Spec]:
-        """One certify task per grant each review decided (or, while open, still decides)."""
+        """One certify task per grant each review decided (or, while open, still decides):
+        ``per_review`` of the feed's grants, a quarter as many made before the feed (held
+        since, as far as the review knew: the feed never names them)."""
         held = [i for i in self.feed.intervals() if i.granted_at is not None]
-        if not held:
-            return
+        older = [
+            lifecycle.Interval(*grant[:3], grant.created_at, None, None, None)
+            for grant in (self.grants.made_before_feed() if self.grants else [])
+        ]
         users = self.users.ids
         for review in self.reviews.reviews:
-            yield from self._review_tasks(review, held, users)
+            if held:
+                yield from self._review_tasks(review, held, users, self.per_review, batch=0)
+            if older:
+                yield from self._review_tasks(review, older, users, self.per_review // 4, batch=1)
 
     def _review_tasks(
-        self, review: Review, held: list[lifecycle.Interval], users: list[str]
+        self,
+        review: Review,
+        held: list[lifecycle.Interval],
+        users: list[str],
+        count: int,
+        *,
+        batch: int,
     ) -> Iterable[Spec]:
+        """``count`` certify tasks of ``review`` over the grants of ``held`` it saw; batch 0
+        (the feed's grants) keeps the ids it always had, batch 1 (grants made before the
+        feed) has ids and numeric ids of its own."""
         start = review.started_at
         chosen = [
             i
             for i in held
             if (i.granted_at or 0) < start and (i.revoked_at is None or i.revoked_at > start)
         ]
-        step = max(1, len(chosen) // self.per_review)
-        for j, interval in enumerate(chosen[::step][: self.per_review]):
-            draw = self.seed.mix(42, review.index * 100_000 + j)
+        step = max(1, len(chosen) // max(count, 1))
+        for j, interval in enumerate(chosen[::step][:count]):
+            number = review.index * 100_000 + batch * 50_000 + j
+            draw = self.seed.mix(42, number)
             found = self.users.app_user(interval.app_user_id)
             subject = users[found[1]] if found else ""
             reviewer = self._other(subject or users[0], draw)
             decided = start + (1 + draw % 10) * 86_400 * NS
             spec = Spec(
-                id=self.seed.id("certify", review.index, j),
-                numeric_id=20_000_000 + review.index * 100_000 + j,
+                id=self.seed.id("certify", review.index, j)
+                if batch == 0
+                else self.seed.id("certify-before-feed", review.index, j),
+                numeric_id=20_000_000 + number,
                 kind="certify",
                 created=start,
                 requester=users[review.created_by],

@@ -91,6 +91,13 @@ def default_dataset(events: int) -> Dataset:
 
 # Every stream of the tap but full_table_snapshots (the tap's list: streams/__init__.py).
 STREAMS = tuple(stream.name for stream in STREAM_TYPES)  # type: ignore[misc]
+# The full-table streams: a stream declares its replication key as a class attribute, a
+# full-table one has none (the SDK's property stays).
+FULL_TABLE = tuple(
+    stream.name  # type: ignore[misc]
+    for stream in STREAM_TYPES
+    if not isinstance(stream.replication_key, str)
+)
 
 _shared: Emulator | None = None
 

@@ -88,29 +88,46 @@ def unset_is_null(value: str | None) -> str | None:
     return None if value in ("", "UNKNOWN") else value
 
 
-def people(ds: Dataset) -> t.Callable[[str, str], tuple[t.Any, ...]]:
+def listed_users(ds: Dataset, *, read_directory: bool = True) -> dict[str, tuple[t.Any, ...]]:
+    """The users the tap reads, as the models show them: user id -> (display name, email,
+    status, directory status); the directory as it lists them now, or with the tap's
+    read_directory false only the users of the exclusion entries."""
+    if read_directory:
+        return {
+            u.user_id: (
+                u.display_name or None,
+                u.email or None,
+                unset_is_null(u.status),
+                unset_is_null(u.directory_status),
+            )
+            for u in ds.directory_users()
+        }
+    return {
+        row["user_id"]: (
+            row["display_name"] or None,
+            row["email"] or None,
+            unset_is_null(row["status"]),
+            unset_is_null(row["directory_status"]),
+        )
+        for row in ds.excluded_users()
+    }
+
+
+def people(
+    ds: Dataset, *, read_directory: bool = True
+) -> t.Callable[[str, str], tuple[t.Any, ...]]:
     """The person behind an account as the models show it: (user_id, display name, email,
-    status, directory status) of its owner as the directory lists them now, then the
-    account's type and own status; all null for an account its app no longer lists, the
+    status, directory status) of its owner as ``users`` lists them now (listed_users), then
+    the account's type and own status; all null for an account its app no longer lists, the
     person's for one nobody owns."""
     accounts = {(a.app_id, a.app_user_id): a for a in ds.app_users()}
-    directory = {u.user_id: u for u in ds.directory_users()}
+    users = listed_users(ds, read_directory=read_directory)
 
     def person(app_id: str, app_user_id: str) -> tuple[t.Any, ...]:
         account = accounts.get((app_id, app_user_id))
         owner = account.user_id if account else None
-        user = directory.get(owner) if owner else None
-        found = (
-            (owner, None, None, None, None)
-            if user is None
-            else (
-                owner,
-                user.display_name or None,
-                user.email or None,
-                unset_is_null(user.status),
-                unset_is_null(user.directory_status),
-            )
-        )
+        user = users.get(owner) if owner else None
+        found = (owner, None, None, None, None) if user is None else (owner, *user)
         if account is None:
             return (*found, None, None)
         status = None if account.status == "STATUS_UNSPECIFIED" else account.status
@@ -123,20 +140,31 @@ LEFT = ("DISABLED", "DELETED")
 
 
 def truth(
-    ds: Dataset, as_of: int, unknown_apps: frozenset[str] = frozenset()
+    ds: Dataset,
+    as_of: int,
+    unknown_apps: frozenset[str] = frozenset(),
+    *,
+    read_directory: bool = True,
 ) -> dict[str, Counter]:
     """What each model must hold, from the emulator's own history, catalog, directory,
-    accounts and the grants it holds now."""
+    accounts and the grants it holds now. With the tap's ``read_directory`` false, ``users``
+    is the exclusions' users: the others have no names, and not being listed is no sign
+    of having left (only the directory's listing is)."""
     intervals = ds.intervals()
     opened = {(i[:3], i.granted_at) for i in intervals}
     events = lifecycle.distinct_events(ds.feed_object(ds.event(n)) for n in range(ds.total))
     named = catalog_names(ds, unknown_apps)
-    person = people(ds)
+    person = people(ds, read_directory=read_directory)
     held = ds.current_grants()
     held_keys = {g[:3] for g in held}
     feed_keys = {i[:3] for i in lifecycle.held_at(intervals)}
     listed = {(a.app_id, a.app_user_id) for a in ds.app_users()}
     directory = {u.user_id for u in ds.directory_users()}
+
+    def left(who: tuple[t.Any, ...]) -> bool:
+        gone = read_directory and who[0] not in directory
+        return who[0] is not None and (who[3] in LEFT or who[4] in LEFT or gone)
+
     rows = [(g, person(g.app_id, g.app_user_id)) for g in held]
     by_app: dict[str, list[int]] = {}
     for key in held_keys | feed_keys:
@@ -180,7 +208,7 @@ def truth(
         "inactive_users_with_access": Counter(
             (*named(g.app_id, g.app_entitlement_id), g.app_user_id, *who[:5])
             for g, who in rows
-            if who[0] is not None and (who[3] in LEFT or who[4] in LEFT or who[0] not in directory)
+            if left(who)
         ),
         "unowned_accounts_with_access": Counter(
             (*named(g.app_id, g.app_entitlement_id), g.app_user_id, *who[5:])
@@ -338,21 +366,32 @@ def postgres_models(
     """Meltano's environment for target-postgres into ``schema`` of the database at ``url``
     and dbt-postgres into ``<schema>_models``, and a query on the built models."""
     env = postgres_env(base_env(emulator, tmp_path, as_of), url, schema)
+    return env, postgres_models_query(connection, schema)
 
-    def query(sql: str) -> list[tuple]:
-        def epoch(column: str) -> str:
-            return f"(extract(epoch FROM {column}) * 1000000)::bigint"
 
-        return connection.execute(
+def postgres_epoch_us(column: str) -> str:
+    """A timestamp column as epoch microseconds in PostgreSQL (DuckDB's ``epoch_us``)."""
+    return f"(extract(epoch FROM {column}) * 1000000)::bigint"
+
+
+def postgres_models_query(
+    connection: t.Any, schema: str
+) -> t.Callable[[str], list[tuple[t.Any, ...]]]:
+    """A query on the models dbt-postgres built into ``<schema>_models`` (``{schema}``,
+    ``{granted_at}``, ``{revoked_at}``, ``{scheduled_end_at}`` filled in)."""
+
+    def query(sql: str) -> list[tuple[t.Any, ...]]:
+        rows: list[tuple[t.Any, ...]] = connection.execute(
             sql.format(
                 schema=schema + "_models",
-                granted_at=epoch("granted_at"),
-                revoked_at=epoch("revoked_at"),
-                scheduled_end_at=epoch("scheduled_end_at"),
+                granted_at=postgres_epoch_us("granted_at"),
+                revoked_at=postgres_epoch_us("revoked_at"),
+                scheduled_end_at=postgres_epoch_us("scheduled_end_at"),
             )
         ).fetchall()
+        return rows
 
-    return env, query
+    return query
 
 
 @pytest.mark.parametrize("emit_unpopulated", [False, True], ids=["omitted", "emitted"])
@@ -446,6 +485,52 @@ def test_models_on_postgres_equal_the_emulators_truth(
     e2e_emulator.add_events(count=NEW_EVENTS)
     meltano("run", "accessgov", env=env)
     compare(query, truth(ds, as_of))
+
+
+def compare_without_the_directory(
+    query: t.Callable[[str], list[tuple[t.Any, ...]]], ds: Dataset
+) -> None:
+    """The models of a run with ``read_directory: false`` equal the truth where ``users`` is
+    the exclusions' users: no owner outside them is among the people who left, though many
+    hold access, while the excluded owners disabled or deleted still are."""
+    compare(query, truth(ds, as_of_instant(ds), read_directory=False))
+    excluded = set(listed_users(ds, read_directory=False))
+    person = people(ds)
+    owners = {person(g.app_id, g.app_user_id)[0] for g in ds.current_grants()}
+    assert owners - excluded - {None}, "owners outside the exclusions hold access"
+    gone = {row[0] for row in query("SELECT user_id FROM {schema}.inactive_users_with_access")}
+    assert gone
+    assert gone <= excluded
+    assert query("SELECT from_directory FROM {schema}.int_users_snapshot") == [(False,)]
+
+
+WITHOUT_THE_DIRECTORY = {"TAP_ACCESSGOV_READ_DIRECTORY": "false"}
+
+
+def test_models_without_the_directory_on_duckdb_list_only_owners_known_to_have_left(
+    meltano_plugins: None, e2e_emulator: Emulator, tmp_path: Path
+) -> None:
+    ds = e2e_emulator.dataset
+    env, query = duckdb_models(e2e_emulator, tmp_path, as_of_instant(ds))
+    env |= WITHOUT_THE_DIRECTORY
+    meltano("run", "tap-accessgov", "target-jsonl", "dbt-duckdb:build", env=env)
+    compare_without_the_directory(query, ds)
+
+
+def test_models_without_the_directory_on_postgres_list_only_owners_known_to_have_left(
+    meltano_plugins: None,
+    e2e_emulator: Emulator,
+    postgres: tuple[t.Any, str],
+    warehouse_url: str,
+    tmp_path: Path,
+) -> None:
+    connection, schema = postgres
+    ds = e2e_emulator.dataset
+    env, query = postgres_models(
+        e2e_emulator, tmp_path, as_of_instant(ds), connection, schema, warehouse_url
+    )
+    meltano("run", "accessgov", env=env | WITHOUT_THE_DIRECTORY)
+    compare_without_the_directory(query, ds)
 
 
 def old_java(directory: Path) -> Path:

@@ -26,7 +26,7 @@ import pytest
 from emulator import Emulator
 from emulator.timefmt import format_ns
 from tests.conftest import BIN, CREDENTIAL, ROOT, libpq_env, ns, tap_env
-from tests.test_models import as_of_instant, compare, truth
+from tests.test_models import as_of_instant, compare, postgres_models_query, truth
 
 JOB_STATE_ID = "prod:tap-accessgov-to-target-postgres"  # Meltano's name for the job's EL block
 PLUGIN_DIRS = ("extractors", "loaders", "utilities", "orchestrators")
@@ -141,24 +141,7 @@ def wait_until_running(warehouse: dict[str, t.Any], process: subprocess.Popen[by
 
 
 def models_query(warehouse: dict[str, t.Any]) -> t.Callable[[str], list[tuple]]:
-    def query(sql: str) -> list[tuple]:
-        def epoch(column: str) -> str:
-            return f"(extract(epoch FROM {column}) * 1000000)::bigint"
-
-        return (
-            warehouse["connection"]
-            .execute(
-                sql.format(
-                    schema=warehouse["schema"] + "_models",
-                    granted_at=epoch("granted_at"),
-                    revoked_at=epoch("revoked_at"),
-                    scheduled_end_at=epoch("scheduled_end_at"),
-                )
-            )
-            .fetchall()
-        )
-
-    return query
+    return postgres_models_query(warehouse["connection"], warehouse["schema"])
 
 
 def test_a_second_runner_with_a_fresh_project_continues_from_the_first_ones_state(

@@ -30,21 +30,12 @@ from collections import Counter
 from pathlib import Path
 
 from emulator import Dataset, Emulator
-from tests.conftest import BIN, CREDENTIAL, ROOT, meltano
+from tests.conftest import BIN, CREDENTIAL, FULL_TABLE, ROOT, meltano
 from tests.test_models import as_of_instant, compare, duckdb_models, postgres_models, truth
 
 Query = t.Callable[[str], list[tuple]]
 # Per full-table stream: the distinct snapshotAt of its loaded rows, and their number.
 RawCopies = t.Callable[[], dict[str, tuple[int, int]]]
-FULL_TABLE = (
-    "apps",
-    "app_entitlements",
-    "automation_exclusions",
-    "users",
-    "access_reviews",
-    "app_users",
-    "grants",
-)
 
 
 def exclusions_by_entitlement(ds: Dataset) -> dict[tuple[str, str], list[str]]:

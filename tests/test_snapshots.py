@@ -14,6 +14,7 @@ import pytest
 
 from emulator import Emulator
 from tests.conftest import (
+    FULL_TABLE,
     STREAMS,
     SyncResult,
     catalog_selecting,
@@ -22,16 +23,6 @@ from tests.conftest import (
     run_cli,
     sync,
     tap_config,
-)
-
-FULL_TABLE = (
-    "apps",
-    "app_entitlements",
-    "automation_exclusions",
-    "users",
-    "access_reviews",
-    "app_users",
-    "grants",
 )
 
 

@@ -1,8 +1,10 @@
 -- One row per decision of an access review: its certify task, the reviewer (who took the
 -- last approval step: approved = certified, denied = decertified), the outcome and when (null
--- while undecided), and whether a decertified grant is still held after the review closed
--- (a grant interval of the same app, entitlement and app user that began by the close and
--- was not revoked by then).
+-- while undecided), and whether a decertified grant is still held after the review closed:
+-- a grant interval of the same app, entitlement and app user that began by the close and was
+-- not revoked by then, or a grant the service holds now (current_grants: its latest
+-- snapshot, read after the close) that began by the close. The second finds a grant older
+-- than the feed, which has no interval covering the close (or none at all).
 with certifications as (
     select *
     from {{ ref('stg_tasks') }}
@@ -33,15 +35,28 @@ decisions as (
 ),
 
 held_after_close as (
+    -- held across the close: an interval of the feed, or the service's grant of now (its
+    -- snapshot, read after the close), held from its start and not revoked as of then
     select distinct decisions.task_id
     from decisions
-    inner join {{ ref('grant_intervals') }} as intervals
-        on intervals.app_id = decisions.app_id
-        and intervals.app_entitlement_id = decisions.app_entitlement_id
-        and intervals.app_user_id = decisions.app_user_id
+    inner join (
+        select app_id, app_entitlement_id, app_user_id, granted_at, revoked_at
+        from {{ ref('grant_intervals') }}
+        union all
+        select
+            app_id,
+            app_entitlement_id,
+            app_user_id,
+            granted_at,
+            cast(null as {{ type_timestamp_tz() }}) as revoked_at
+        from {{ ref('current_grants') }}
+    ) as held
+        on held.app_id = decisions.app_id
+        and held.app_entitlement_id = decisions.app_entitlement_id
+        and held.app_user_id = decisions.app_user_id
     where decisions.access_review_closed_at is not null
-        and (intervals.granted_at is null or intervals.granted_at <= decisions.access_review_closed_at)
-        and (intervals.revoked_at is null or intervals.revoked_at > decisions.access_review_closed_at)
+        and (held.granted_at is null or held.granted_at <= decisions.access_review_closed_at)
+        and (held.revoked_at is null or held.revoked_at > decisions.access_review_closed_at)
 )
 
 select
