@@ -456,31 +456,41 @@ def test_every_successful_run_ends_with_the_whole_state(emulator: Emulator, tmp_
     assert set(last["value"]["bookmarks"]) == {*STREAMS, "full_table_snapshots"}
 
 
-@pytest.mark.parametrize("stream", ["grant_feed", "automation_exclusions"])
+@pytest.mark.parametrize("stream", ["grant_feed", "automation_exclusions", "users"])
 def test_a_failed_run_exits_at_once_while_a_worker_waits_for_an_answer(
     emulator: Emulator, stream: str
 ) -> None:
     """One worker's request fails (403) while another's is never answered (the emulator holds
     it for ten minutes): the run fails within seconds, not after ``request_timeout``, and no
     worker thread outlives it. The grant feed reads time windows in workers, the exclusions
-    read their partitions ahead (streams/partitions.py)."""
-    slow_then_fatal: list[tuple[str, str]]
+    read their partitions ahead (streams/partitions.py), and ``users`` alone reads the
+    directory ahead in a thread while the others fetch the exclusion pages (streams/users.py):
+    there the directory's next page never comes while an exclusion page fails."""
+    faults: list[tuple[str, str, float]]  # kind, path, delay of a "slow" one
+    settings: dict[str, t.Any] = {}
+    failing = stream  # the stream whose session the 403 comes through
     if stream == "grant_feed":
-        slow_then_fatal = [("slow", FEED), ("403", FEED)]  # any two windows
-        settings: dict[str, t.Any] = {}
+        faults = [("slow", FEED, 600), ("403", FEED, 0)]  # any two windows
     else:
-        # The main thread waits for the partitions in order: the first fails, the second hangs.
+        # The main thread waits for the partitions in order: the first fails, the second hangs
+        # (for users: the second is read, and the directory's second page hangs).
         (a, ae), (b, be) = emulator.dataset.exclusion_entitlements[:2]
         path = "/api/v1/apps/{}/entitlements/{}/automation/exclusions"
-        slow_then_fatal = [("403", path.format(a, ae)), ("slow", path.format(b, be))]
-        settings = {
-            "exclusion_entitlements": [
-                {"app_id": a, "app_entitlement_id": ae},
-                {"app_id": b, "app_entitlement_id": be},
-            ]
-        }
-    for kind, path in slow_then_fatal:
-        emulator.faults.add(kind=kind, path=path, delay=600)
+        faults = [("403", path.format(a, ae), 0)]
+        settings["exclusion_entitlements"] = [
+            {"app_id": a, "app_entitlement_id": ae},
+            {"app_id": b, "app_entitlement_id": be},
+        ]
+        if stream == "automation_exclusions":
+            faults.append(("slow", path.format(b, be), 600))
+        else:
+            directory = "/api/v1/users"
+            faults += [("slow", directory, 0), ("slow", directory, 600)]  # the first page at once
+            settings["page_size"] = 10
+            failing = "automation_exclusions"
+    for kind, path, delay in faults:
+        emulator.faults.add(kind=kind, path=path, delay=delay)
+    slow = sum(kind == "slow" for kind, _, _ in faults)
     config = {**tap_config(emulator), "max_concurrency": 4, "request_timeout": 60, **settings}
     tap = TapAccessGov(
         config=config, catalog=catalog_selecting(config, {stream: None}), parse_env_config=False
@@ -490,16 +500,19 @@ def test_a_failed_run_exits_at_once_while_a_worker_waits_for_an_answer(
         """The 403 is handed on only once the other request hangs in the emulator."""
         if response.status_code == 403:
             deadline = time.monotonic() + 5
-            while "slow" not in emulator.stats["faults_by_kind"] and time.monotonic() < deadline:
+            while (
+                emulator.stats["faults_by_kind"].get("slow", 0) < slow
+                and time.monotonic() < deadline
+            ):
                 time.sleep(0.01)
 
-    tap.streams[stream].requests_session.hooks["response"].append(hanging_first)  # type: ignore[attr-defined]
+    tap.streams[failing].requests_session.hooks["response"].append(hanging_first)  # type: ignore[attr-defined]
     started = time.monotonic()
     with pytest.raises(FatalAPIError, match="answered 403"):
         sync(config, tap=tap)
     took = time.monotonic() - started
     assert took < 10, f"the failed run waited {took:.0f} s for a request in flight"
-    assert emulator.stats["faults_by_kind"] == {"slow": 1, "403": 1}
+    assert emulator.stats["faults_by_kind"] == {"slow": slow, "403": 1}
     workers = (
         "grant-feed",
         "prefetch",
@@ -539,7 +552,7 @@ def test_read_ahead_reads_the_next_chunks_while_the_caller_holds_one_and_raises_
     None
 ):
     """``read_ahead`` (streams/workers.py): a page series whose pages must follow each other
-    has its next pages read in a worker while the caller still holds the first item, hands
+    has its pages read in a worker from the call on (not from the caller's first ask), hands
     every item on in order, and raises in the caller what the reading raised."""
     ahead = threading.Event()
 
@@ -553,11 +566,37 @@ def test_read_ahead_reads_the_next_chunks_while_the_caller_holds_one_and_raises_
     workers = Workers(1, threading.Event(), "read-ahead-test")
     try:
         items = read_ahead(workers, read, chunk=10, chunks=3)
+        assert ahead.wait(5), "the chunks are read from the call on, before the caller asks"
         taken = [next(items)]
-        assert ahead.wait(5), "the next chunks are read while the caller holds the first"
         with pytest.raises(RuntimeError, match="the service failed"):
             taken.extend(items)
         assert taken == list(range(25))
     finally:
         workers.close()
     assert not [th.name for th in threading.enumerate() if th.name.startswith("read-ahead-test")]
+
+
+def test_read_ahead_ends_its_caller_s_wait_when_its_workers_are_closed() -> None:
+    """``Workers.close`` sets ``stop``, joins the threads and clears ``stop`` again: a caller
+    of ``read_ahead`` waiting for the next chunk still ends (``closed`` stays true), whenever
+    the close falls between two of its looks."""
+    stop = threading.Event()
+    workers = Workers(1, stop, "read-ahead-close-test")
+    reading = threading.Event()
+
+    def read() -> t.Iterator[int]:
+        """A page that never comes until the sync stops (the close hangs the call up)."""
+        reading.set()
+        stop.wait()
+        yield from ()
+
+    taken: list[int] = []
+    items = read_ahead(workers, read, chunk=10, chunks=3)
+    caller = threading.Thread(target=lambda: taken.extend(items), daemon=True)
+    caller.start()
+    assert reading.wait(5)
+    workers.close()
+    assert not stop.is_set(), "close clears stop once its threads are joined"
+    caller.join(1)
+    assert not caller.is_alive(), "the caller still waits for a chunk after the close"
+    assert taken == []

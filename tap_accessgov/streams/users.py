@@ -11,6 +11,7 @@ not through SDK contexts (personal data in logs and state).
 from __future__ import annotations
 
 import collections
+import itertools
 import typing as t
 
 from singer_sdk.exceptions import FatalAPIError
@@ -87,23 +88,32 @@ class UsersStream(QueryPaging, AccessGovStream):
 
         The directory is one page series (each page's token comes with the page before), so its
         pages follow each other, read in a thread of their own a few pages ahead of the records
-        handed on. Meanwhile the exclusion pages not read yet in this run (all of them when
-        ``automation_exclusions`` is not selected) are listed and fetched by the other threads
-        of ``max_concurrency``, and taken in partition order between the directory's records
-        as they arrive: the sync waits for the longer of the two, not for their sum.
+        handed on. Its first page comes before anything else: a key that may not read the
+        directory fails on that one request, not after the catalog's. The exclusion pages not
+        read yet in this run (all of them when ``automation_exclusions`` is not selected) are
+        then listed while the directory's next pages are read ahead, fetched by the other
+        threads of ``max_concurrency``, and taken in partition order between the directory's
+        records and while the main thread waits for its next page (so a failed exclusion page
+        fails the run at once, not after a directory page that does not come).
         """
         exclusions = self.exclusions
         concurrency = int(self.config["max_concurrency"])
+        unread: collections.deque[dict[str, t.Any]] = collections.deque()
         directory: t.Iterator[User] = iter(())
         if self.config["read_directory"]:
             if concurrency > 1:
                 workers = self.start_workers(1, "directory")
                 directory = read_ahead(
-                    workers, lambda: self.request_records(None), self.page_size, DIRECTORY_AHEAD
+                    workers,
+                    lambda: self.request_records(None),
+                    self.page_size,
+                    DIRECTORY_AHEAD,
+                    idle=lambda: self._take_fetched(unread),
                 )
             else:
                 directory = iter(self.request_records(None))
-        unread = collections.deque(
+        first = list(itertools.islice(directory, 1))
+        unread.extend(
             partition
             for partition in exclusions.partitions
             if not exclusions.excluded_users.was_read(partition_key(partition))
@@ -111,12 +121,17 @@ class UsersStream(QueryPaging, AccessGovStream):
         if unread and self.config["read_directory"]:
             exclusions.fetch_ahead(unread[0], concurrency - 1)
         listed: set[str] = set()
-        for user in directory:
+        for user in itertools.chain(first, directory):
             listed.add(user["id"])
             yield user
-            while unread and exclusions.fetched(unread[0]):
-                self._read_exclusions(unread.popleft())
+            self._take_fetched(unread)
         yield from self._excluded_users(unread, listed)
+
+    def _take_fetched(self, unread: collections.deque[dict[str, t.Any]]) -> None:
+        """Read the next exclusion partitions whose pages have all arrived (or whose fetch
+        failed: reading it raises), in partition order."""
+        while unread and self.exclusions.fetched(unread[0]):
+            self._read_exclusions(unread.popleft())
 
     def _read_exclusions(self, partition: dict[str, t.Any]) -> None:
         """Read one exclusion partition through ``automation_exclusions``' own loop: its

@@ -54,14 +54,23 @@ class Workers:
 
 
 def read_ahead(
-    workers: Workers, read: t.Callable[[], Iterable[_T]], chunk: int, chunks: int
+    workers: Workers,
+    read: t.Callable[[], Iterable[_T]],
+    chunk: int,
+    chunks: int,
+    idle: t.Callable[[], object] = lambda: None,
 ) -> Iterator[_T]:
     """The items of ``read()``, read in one of ``workers``' threads up to ``chunks`` chunks of
     ``chunk`` items ahead of the caller: a page series whose pages must follow each other
     (each token comes with the page before) still has its next page in flight while the
-    caller hands the last one on. What ``read`` raises is raised here, after the items read
-    before it, as the series itself would; closing ``workers`` ends the reading at its next
-    item."""
+    caller hands the last one on. The reading starts here, not when the caller first asks
+    (a generator function would start it only then). What ``read`` raises is raised here,
+    after the items read before it, as the series itself would; closing ``workers`` ends the
+    reading at its next item, and the caller's wait with it.
+
+    ``idle`` is called in the caller's thread each time it has waited 0.1 s for the next
+    chunk: the caller's other work, done while the series is in flight (what it raises ends
+    the iteration)."""
     handed: queue.Queue[tuple[bool, t.Any]] = queue.Queue(maxsize=chunks)
 
     def send(done: bool, payload: t.Any) -> None:
@@ -89,16 +98,22 @@ def read_ahead(
             send(False, items)
             send(True, None)
 
+    def taken() -> Iterator[_T]:
+        while True:
+            try:
+                done, payload = handed.get(timeout=0.1)
+            except queue.Empty:
+                # ``closed``, not ``stop``: close() clears ``stop`` once its threads are
+                # joined, which a poll between the two would miss, waiting forever.
+                if workers.closed:
+                    return  # closed: the sync is ending, nothing is read further
+                idle()
+                continue
+            if done:
+                if payload is not None:
+                    raise payload
+                return
+            yield from payload
+
     workers.submit(work)
-    while True:
-        try:
-            done, payload = handed.get(timeout=0.1)
-        except queue.Empty:
-            if workers.stop.is_set():
-                return  # closed: the sync is ending, nothing is read further
-            continue
-        if done:
-            if payload is not None:
-                raise payload
-            return
-        yield from payload
+    return taken()
