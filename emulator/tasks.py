@@ -360,11 +360,14 @@ class Tasks:
 
     def _certifications(self) -> Iterable[Spec]:
         """One certify task per grant each review decided (or, while open, still decides):
-        ``per_review`` of the feed's grants, a quarter as many made before the feed (held
-        since, as far as the review knew: the feed never names them)."""
-        held = [i for i in self.feed.intervals() if i.granted_at is not None]
+        ``per_review`` of the feed's grants, a quarter as many made before the feed: held
+        since, unless the feed removed one (a REMOVED with no ADDED before it), which a review
+        that began after that removal cannot decide."""
+        intervals = self.feed.intervals()
+        held = [i for i in intervals if i.granted_at is not None]
+        removed = {i[:3]: i.revoked_at for i in intervals if i.granted_at is None}
         older = [
-            lifecycle.Interval(*grant[:3], grant.created_at, None, None, None)
+            lifecycle.Interval(*grant[:3], grant.created_at, removed.get(grant[:3]), None, None)
             for grant in (self.grants.made_before_feed() if self.grants else [])
         ]
         users = self.users.ids

@@ -10,8 +10,10 @@ each version the tap delivered."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import re
+import time
 import typing as t
 from collections import Counter
 from pathlib import Path
@@ -60,32 +62,47 @@ def certified_grant(task: dict[str, t.Any]) -> tuple[str, str, str]:
     return body["appId"], body["appEntitlementId"], body["appUserId"]
 
 
+class GrantsRead(t.NamedTuple):
+    """The service's grants as the last run that read ``grants`` in full saw them, and an
+    instant (ns) by which that snapshot was read: taken after the run, before anything
+    changes on the service."""
+
+    at: int
+    grants: dict[tuple[str, str, str], CurrentGrant]
+
+
+def grants_read(ds: Dataset) -> GrantsRead:
+    """Right after a run that read ``grants``: what it read, and by when."""
+    return GrantsRead(time.time_ns(), {grant[:3]: grant for grant in ds.current_grants()})
+
+
 def decertified_and_held(
-    ds: Dataset, task: dict[str, t.Any]
+    ds: Dataset, task: dict[str, t.Any], read: GrantsRead
 ) -> tuple[int | None, CurrentGrant | None]:
     """For a certify task that decertified a grant in a review now closed: the close (ns)
-    and the grant if the service holds it now; (None, None) for any other task."""
+    and the grant if the service's latest snapshot holds it and was read after the close;
+    (None, None) for any other task."""
     body = task["type"]["certify"]
     review = next(r for r in ds.access_reviews() if r["id"] == body["accessReviewId"])
     if body.get("outcome") != "CERTIFY_OUTCOME_DECERTIFIED" or not review.get("closedAt"):
         return None, None
-    held = {grant[:3]: grant for grant in ds.current_grants()}
-    return parse_rfc3339(review["closedAt"]), held.get(certified_grant(task))
+    closed = parse_rfc3339(review["closedAt"])
+    return closed, read.grants.get(certified_grant(task)) if read.at > closed else None
 
 
-def decertified_before_the_feed_still_held(ds: Dataset) -> list[str]:
+def decertified_before_the_feed_still_held(ds: Dataset, read: GrantsRead) -> list[str]:
     """The certify tasks whose decertified grant, made before the feed began (the feed
-    knows it not), the service still holds after the review closed."""
+    knows it not), the service's snapshot read after the review closed still holds."""
     found = []
     for task in ds.tasks():
         if kind_of(task)[0] == "certify":
-            closed, held = decertified_and_held(ds, task)
+            closed, held = decertified_and_held(ds, task, read)
             if closed is not None and held is not None and not held.feed_knows:
                 found.append(task["id"])
     return found
 
 
-def evidence_truth(ds: Dataset) -> dict[str, Counter]:
+def evidence_truth(ds: Dataset, read: GrantsRead) -> dict[str, Counter]:
     tasks = ds.tasks()
     by_ref = {ref: task for task in tasks for ref in (task["id"], task["numericId"])}
     reviews = {review["id"]: review for review in ds.access_reviews()}
@@ -143,11 +160,14 @@ def evidence_truth(ds: Dataset) -> dict[str, Counter]:
 
     def still_held(task: dict[str, t.Any]) -> bool:
         """Decertified, and held after the review closed: per the feed at the close, or per
-        the service now (after the close) since a start by the close."""
-        closed, held = decertified_and_held(ds, task)
+        the service's snapshot read after the close, since a start by the close (or an
+        unknown start, as the models read a missing one)."""
+        closed, held = decertified_and_held(ds, task, read)
         if closed is None:
             return False
-        if held is not None and us(held.created_at) <= us(closed):  # type: ignore[operator]
+        if held is not None and (
+            held.created_at is None or us(held.created_at) <= us(closed)  # type: ignore[operator]
+        ):
             return True
         return any(
             i[:3] == certified_grant(task)
@@ -233,34 +253,42 @@ ENGINES = {
 }
 
 
-def compare(query: t.Callable[[str], list[tuple]], engine: str, ds: Dataset) -> None:
-    expected = evidence_truth(ds)
+def compare(
+    query: t.Callable[[str], list[tuple]], engine: str, ds: Dataset, read: GrantsRead
+) -> None:
+    expected = evidence_truth(ds, read)
     reasons = Counter(row[-1] for row in expected["grants_without_approval"])
     assert set(reasons) == {"no_ticket", "ticket_not_found", "not_granted", "self_approved"}
     # Decertified grants older than the feed that the service still holds: only the service's
     # grants (current_grants) show them still held.
-    older = decertified_before_the_feed_still_held(ds)
+    older = decertified_before_the_feed_still_held(ds, read)
     assert older
     assert all(row[-1] for row in expected["access_review_decisions"] if row[1] in older)
     for model, sql in QUERIES.items():
-        got = Counter(query(sql))
-        extra, missing = got - expected[model], expected[model] - got
-        by_first = {row[0]: row for row in missing}
-        differing = [
-            [
-                (n, a, b)
-                for n, (a, b) in enumerate(zip(row, by_first[row[0]], strict=True))
-                if a != b
-            ]
-            for row in list(extra)[:3]
-            if row[0] in by_first
-        ]
-        assert got == expected[model], (
-            f"{differing} "
-            f"{engine} {model}: {sum((got - expected[model]).values())} rows too many, "
-            f"{sum((expected[model] - got).values())} missing; e.g. "
-            f"{list(got - expected[model])[:2]} / {list(expected[model] - got)[:2]}"
-        )
+        check(query, engine, model, sql, expected[model])
+
+
+def check(
+    query: t.Callable[[str], list[tuple[t.Any, ...]]],
+    engine: str,
+    model: str,
+    sql: str,
+    want: Counter[tuple[t.Any, ...]],
+) -> None:
+    """The model's rows equal ``want``, else the first differing columns and examples."""
+    got = Counter(query(sql))
+    extra, missing = got - want, want - got
+    by_first = {row[0]: row for row in missing}
+    differing = [
+        [(n, a, b) for n, (a, b) in enumerate(zip(row, by_first[row[0]], strict=True)) if a != b]
+        for row in list(extra)[:3]
+        if row[0] in by_first
+    ]
+    assert got == want, (
+        f"{differing} "
+        f"{engine} {model}: {sum(extra.values())} rows too many, "
+        f"{sum(missing.values())} missing; e.g. {list(extra)[:2]} / {list(missing)[:2]}"
+    )
 
 
 def between_runs(emulator: Emulator) -> None:
@@ -295,13 +323,13 @@ def test_evidence_models_on_duckdb_equal_the_emulators_truth(
     env, query = duckdb_models(tenant, tmp_path, as_of_instant(ds))
     run = engine_query(query, "duckdb")
     meltano("run", "tap-accessgov", "target-jsonl", "dbt-duckdb:build", env=env)
-    compare(run, "duckdb", ds)
+    compare(run, "duckdb", ds, grants_read(ds))
 
     between_runs(tenant)
     meltano("run", "tap-accessgov", "target-jsonl", "dbt-duckdb:build", env=env)
     # JSONL holds each task as often as the tap delivered it; the models keep the latest.
     assert run("SELECT max(times_loaded) FROM {schema}.stg_tasks")[0][0] >= 2
-    compare(run, "duckdb", ds)
+    compare(run, "duckdb", ds, grants_read(ds))
 
 
 def test_evidence_models_on_postgres_equal_the_emulators_truth(
@@ -316,8 +344,83 @@ def test_evidence_models_on_postgres_equal_the_emulators_truth(
     )
     run = engine_query(query, "postgres")
     meltano("run", "accessgov", env=env)
-    compare(run, "postgres", ds)
+    compare(run, "postgres", ds, grants_read(ds))
 
     between_runs(tenant)
     meltano("run", "accessgov", env=env)
-    compare(run, "postgres", ds)
+    compare(run, "postgres", ds, grants_read(ds))
+
+
+# A run that reads tasks and access reviews, not grants: the grants snapshot stays older.
+NOT_GRANTS = {"TAP_ACCESSGOV__SELECT": '["tasks.*", "access_reviews.*", "full_table_snapshots.*"]'}
+
+
+def close_a_review_after_grants_were_read(ds: Dataset, read: GrantsRead) -> str:
+    """After a run read ``grants``: the open review's approvers decide what is left, then it
+    closes (the emulator has no control for it: its reviews close as the tenant's history
+    says), and the service drops the accounts of the grants older than the feed (the feed
+    never names them) it decertified. The snapshot ``read`` holds them; the models must not
+    show them still held after the close. Returns the review's id."""
+    position, review = next((n, r) for n, r in enumerate(ds.reviews.reviews) if r.closed_at is None)
+    decided = time.time_ns()
+    assert decided > read.at
+    assert ds.close_tasks(at=decided)
+    ds.reviews.reviews[position] = dataclasses.replace(review, closed_at=decided + 10**9)
+    gone = [
+        certified_grant(task)
+        for task in ds.tasks()
+        if kind_of(task)[0] == "certify"
+        and task["type"]["certify"]["accessReviewId"] == review.id
+        and task["type"]["certify"].get("outcome") == "CERTIFY_OUTCOME_DECERTIFIED"
+        and certified_grant(task) in read.grants
+        and not read.grants[certified_grant(task)].feed_knows
+    ]
+    assert gone
+    for app_id, _, app_user_id in gone:
+        ds.remove(app_id=app_id, app_user_id=app_user_id)
+    assert not {grant[:3] for grant in ds.current_grants()} & set(gone)
+    return review.id
+
+
+def decisions_of(ds: Dataset, read: GrantsRead, review_id: str) -> Counter[tuple[t.Any, ...]]:
+    """The truth of access_review_decisions, with the closed review decertifying grants."""
+    expected: Counter[tuple[t.Any, ...]] = evidence_truth(ds, read)["access_review_decisions"]
+    assert any(
+        row[0] == review_id and row[7] == "CERTIFY_OUTCOME_DECERTIFIED" and not row[-1]
+        for row in expected
+    )
+    return expected
+
+
+def test_a_grants_snapshot_read_before_a_reviews_close_on_duckdb(
+    meltano_plugins: None, tenant: Emulator, tmp_path: Path
+) -> None:
+    """A ``grants`` snapshot read before a review closed shows none of the grants the review
+    decertified as still held: the service may have revoked them since."""
+    ds = tenant.dataset
+    env, query = duckdb_models(tenant, tmp_path, as_of_instant(ds))
+    run = engine_query(query, "duckdb")
+    meltano("run", "tap-accessgov", "target-jsonl", "dbt-duckdb:build", env=env)
+    read = grants_read(ds)
+    review_id = close_a_review_after_grants_were_read(ds, read)
+    meltano("run", "tap-accessgov", "target-jsonl", "dbt-duckdb:build", env=env | NOT_GRANTS)
+    expected = decisions_of(ds, read, review_id)
+    check(run, "duckdb", "access_review_decisions", QUERIES["access_review_decisions"], expected)
+
+
+def test_a_grants_snapshot_read_before_a_reviews_close_on_postgres(
+    meltano_plugins: None, tenant: Emulator, postgres, warehouse_url: str, tmp_path: Path
+) -> None:
+    """The same on PostgreSQL."""
+    connection, schema = postgres
+    ds = tenant.dataset
+    env, query = postgres_models(
+        tenant, tmp_path, as_of_instant(ds), connection, schema, warehouse_url
+    )
+    run = engine_query(query, "postgres")
+    meltano("run", "accessgov", env=env)
+    read = grants_read(ds)
+    review_id = close_a_review_after_grants_were_read(ds, read)
+    meltano("run", "accessgov", env=env | NOT_GRANTS)
+    expected = decisions_of(ds, read, review_id)
+    check(run, "postgres", "access_review_decisions", QUERIES["access_review_decisions"], expected)

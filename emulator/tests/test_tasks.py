@@ -11,10 +11,11 @@ import pytest
 import requests
 
 from emulator import Dataset, Emulator, lifecycle
+from emulator.grants import CurrentGrant
 from emulator.reviews import REVIEW_ZEROS
 from emulator.tasks import TASK_ZEROS, TYPE_ZEROS
 from emulator.tests.conftest import CRED, login, small_dataset, traverse
-from emulator.timefmt import format_ns, parse_rfc3339
+from emulator.timefmt import NS, format_ns, parse_rfc3339
 
 TASKS = "/api/v1/search/tasks"
 REVIEWS = "/api/v1/access_reviews"
@@ -432,3 +433,31 @@ def test_tasks_closing_between_pages_neither_repeat_nor_skip_a_task(fresh: Emula
         token = page.get("nextPageToken", "")
     assert len(seen) == len(set(seen))
     assert set(closed_before) <= set(seen)
+
+
+def test_a_review_decides_no_grant_older_than_the_feed_that_the_feed_removed_before_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A grant made before the feed and removed in it (a REMOVED with no ADDED) is not held
+    when a later review begins: no certify task of that review decides it. The tenant's
+    grants older than the feed are here that one grant, so the review's batch of grants
+    made before the feed would pick it."""
+    ds = small_dataset()
+    first = min(review.started_at for review in ds.reviews.reviews)
+    removed = next(
+        i for i in ds.intervals() if i.granted_at is None and i.revoked_at and i.revoked_at < first
+    )
+    assert ds.grants is not None
+    grant = CurrentGrant(*removed[:3], removed.revoked_at - 86_400 * NS, None, (), None, False)
+    monkeypatch.setattr(ds.grants, "made_before_feed", lambda: [grant])
+    # numeric ids of certify tasks: 20_000_000 + review * 100_000 + batch * 50_000 + n, batch 1
+    # deciding grants made before the feed
+    before_feed = [
+        task["id"]
+        for task in ds.tasks()
+        if kind(task) == "certify"
+        and (int(task["numericId"]) - 20_000_000) % 100_000 >= 50_000
+        and (body(task)["appId"], body(task)["appEntitlementId"], body(task)["appUserId"])
+        == removed[:3]
+    ]
+    assert before_feed == []

@@ -3,8 +3,11 @@
 -- while undecided), and whether a decertified grant is still held after the review closed:
 -- a grant interval of the same app, entitlement and app user that began by the close and was
 -- not revoked by then, or a grant the service holds now (current_grants: its latest
--- snapshot, read after the close) that began by the close. The second finds a grant older
--- than the feed, which has no interval covering the close (or none at all).
+-- complete `grants` snapshot) that began by the close, counted only when that snapshot was
+-- read after the close: an older snapshot (grants not read since, or a review that closed
+-- during the run, after grants were read) may hold a grant revoked before the close. The
+-- second finds a grant older than the feed, which has no interval covering the close (or
+-- none at all).
 with certifications as (
     select *
     from {{ ref('stg_tasks') }}
@@ -35,12 +38,19 @@ decisions as (
 ),
 
 held_after_close as (
-    -- held across the close: an interval of the feed, or the service's grant of now (its
-    -- snapshot, read after the close), held from its start and not revoked as of then
+    -- held across the close: an interval of the feed, or the service's grant of now (read_at:
+    -- its latest complete snapshot, which must postdate the close; null for the feed's
+    -- intervals, dated by their own events), held from its start and not revoked as of then
     select distinct decisions.task_id
     from decisions
     inner join (
-        select app_id, app_entitlement_id, app_user_id, granted_at, revoked_at
+        select
+            app_id,
+            app_entitlement_id,
+            app_user_id,
+            granted_at,
+            revoked_at,
+            cast(null as {{ type_timestamp_tz() }}) as read_at
         from {{ ref('grant_intervals') }}
         union all
         select
@@ -48,13 +58,19 @@ held_after_close as (
             app_entitlement_id,
             app_user_id,
             granted_at,
-            cast(null as {{ type_timestamp_tz() }}) as revoked_at
+            cast(null as {{ type_timestamp_tz() }}) as revoked_at,
+            (
+                select max(snapshots.snapshot_at)
+                from ({{ complete_snapshots('grants') }}) as snapshots
+            ) as read_at
         from {{ ref('current_grants') }}
+        where held_per = 'service'
     ) as held
         on held.app_id = decisions.app_id
         and held.app_entitlement_id = decisions.app_entitlement_id
         and held.app_user_id = decisions.app_user_id
     where decisions.access_review_closed_at is not null
+        and (held.read_at is null or held.read_at > decisions.access_review_closed_at)
         and (held.granted_at is null or held.granted_at <= decisions.access_review_closed_at)
         and (held.revoked_at is null or held.revoked_at > decisions.access_review_closed_at)
 )
