@@ -518,20 +518,27 @@ def test_models_without_the_directory_on_duckdb_list_only_owners_known_to_have_l
     compare_without_the_directory(query, ds)
 
 
-def test_models_without_the_directory_on_postgres_list_only_owners_known_to_have_left(
+@pytest.fixture
+def e2e_postgres(
     meltano_plugins: None,
     e2e_emulator: Emulator,
     postgres: tuple[t.Any, str],
     warehouse_url: str,
     tmp_path: Path,
-) -> None:
+) -> tuple[dict[str, str], t.Callable[[str], list[tuple[t.Any, ...]]]]:
+    """postgres_models for the end-to-end emulator's tenant, in a schema of its own."""
     connection, schema = postgres
-    ds = e2e_emulator.dataset
-    env, query = postgres_models(
-        e2e_emulator, tmp_path, as_of_instant(ds), connection, schema, warehouse_url
-    )
+    as_of = as_of_instant(e2e_emulator.dataset)
+    return postgres_models(e2e_emulator, tmp_path, as_of, connection, schema, warehouse_url)
+
+
+def test_models_without_the_directory_on_postgres_list_only_owners_known_to_have_left(
+    e2e_emulator: Emulator,
+    e2e_postgres: tuple[dict[str, str], t.Callable[[str], list[tuple[t.Any, ...]]]],
+) -> None:
+    env, query = e2e_postgres
     meltano("run", "accessgov", env=env | WITHOUT_THE_DIRECTORY)
-    compare_without_the_directory(query, ds)
+    compare_without_the_directory(query, e2e_emulator.dataset)
 
 
 # Every stream but automation_exclusions: users then reads the exclusion entries itself.
@@ -591,17 +598,11 @@ def test_models_on_duckdb_count_owners_the_directory_dropped_when_users_is_read_
 
 
 def test_models_on_postgres_count_owners_the_directory_dropped_when_users_is_read_alone(
-    meltano_plugins: None,
     e2e_emulator: Emulator,
-    postgres: tuple[t.Any, str],
-    warehouse_url: str,
-    tmp_path: Path,
+    e2e_postgres: tuple[dict[str, str], t.Callable[[str], list[tuple[t.Any, ...]]]],
 ) -> None:
-    connection, schema = postgres
     ds = e2e_emulator.dataset
-    env, query = postgres_models(
-        e2e_emulator, tmp_path, as_of_instant(ds), connection, schema, warehouse_url
-    )
+    env, query = e2e_postgres
     meltano("run", "tap-accessgov", "target-postgres", env=env)
     dropped = drop_an_owner(ds)
     meltano("run", "accessgov", env=env | WITHOUT_THE_EXCLUSIONS)
