@@ -470,4 +470,13 @@ FULL_TABLE_SNAPSHOT = th.PropertiesList(
         th.DateTimeType,
         description="When the tap had written every row of the snapshot (UTC).",
     ),
+    th.Property(
+        "scope",
+        th.StringType,
+        description=(
+            "What the snapshot covers, where a setting narrows it (null: the stream's whole "
+            "listing). users: directory (the directory and the exclusions' users) or "
+            "automation_exclusion_users (read_directory false: only the exclusions' users)."
+        ),
+    ),
 ).to_dict()

@@ -22,6 +22,7 @@ import pytest
 from emulator import Dataset, Emulator, lifecycle
 from emulator.timefmt import format_ns
 from tests.conftest import (
+    STREAMS,
     libpq_env,
     meltano,
     tap_env,
@@ -517,20 +518,95 @@ def test_models_without_the_directory_on_duckdb_list_only_owners_known_to_have_l
     compare_without_the_directory(query, ds)
 
 
-def test_models_without_the_directory_on_postgres_list_only_owners_known_to_have_left(
+@pytest.fixture
+def e2e_postgres(
     meltano_plugins: None,
     e2e_emulator: Emulator,
     postgres: tuple[t.Any, str],
     warehouse_url: str,
     tmp_path: Path,
-) -> None:
+) -> tuple[dict[str, str], t.Callable[[str], list[tuple[t.Any, ...]]]]:
+    """postgres_models for the end-to-end emulator's tenant, in a schema of its own."""
     connection, schema = postgres
-    ds = e2e_emulator.dataset
-    env, query = postgres_models(
-        e2e_emulator, tmp_path, as_of_instant(ds), connection, schema, warehouse_url
-    )
+    as_of = as_of_instant(e2e_emulator.dataset)
+    return postgres_models(e2e_emulator, tmp_path, as_of, connection, schema, warehouse_url)
+
+
+def test_models_without_the_directory_on_postgres_list_only_owners_known_to_have_left(
+    e2e_emulator: Emulator,
+    e2e_postgres: tuple[dict[str, str], t.Callable[[str], list[tuple[t.Any, ...]]]],
+) -> None:
+    env, query = e2e_postgres
     meltano("run", "accessgov", env=env | WITHOUT_THE_DIRECTORY)
-    compare_without_the_directory(query, ds)
+    compare_without_the_directory(query, e2e_emulator.dataset)
+
+
+# Every stream but automation_exclusions: users then reads the exclusion entries itself.
+WITHOUT_THE_EXCLUSIONS = {
+    "TAP_ACCESSGOV__SELECT": json.dumps(
+        [f"{s}.*" for s in (*STREAMS, "full_table_snapshots") if s != "automation_exclusions"]
+    )
+}
+
+
+def drop_an_owner(ds: Dataset) -> str:
+    """Between runs the directory drops a person who holds access and has not left by any
+    status, and who is the user of no exclusion entry (so the exclusions' earlier snapshot
+    is still the service's): only "no longer listed" says they are gone."""
+    person = people(ds)
+    excluded = set(listed_users(ds, read_directory=False))
+    owner: str = next(
+        who[0]
+        for who in (person(g.app_id, g.app_user_id) for g in ds.current_grants())
+        if who[1] is not None and who[0] not in excluded and not {who[3], who[4]} & set(LEFT)
+    )
+    ds.remove(user_id=owner)
+    return owner
+
+
+def compare_users_read_without_the_exclusions(
+    query: t.Callable[[str], list[tuple[t.Any, ...]]], ds: Dataset, dropped: str
+) -> None:
+    """After a run that read users (the directory) but not automation_exclusions, whose
+    latest snapshot is an earlier run's: the users snapshot is still the directory's, so the
+    owner it no longer lists is among the people who left, as in the truth."""
+    compare(query, truth(ds, as_of_instant(ds)))
+    assert query("SELECT from_directory FROM {schema}.int_users_snapshot") == [(True,)]
+    gone = query("SELECT DISTINCT user_id, user_listed FROM {schema}.inactive_users_with_access")
+    assert (dropped, False) in gone
+
+
+def test_models_on_duckdb_count_owners_the_directory_dropped_when_users_is_read_alone(
+    meltano_plugins: None, e2e_emulator: Emulator, tmp_path: Path
+) -> None:
+    ds = e2e_emulator.dataset
+    env, query = duckdb_models(e2e_emulator, tmp_path, as_of_instant(ds))
+    meltano("run", "tap-accessgov", "target-jsonl", env=env)
+    dropped = drop_an_owner(ds)
+    meltano(
+        "run", "tap-accessgov", "target-jsonl", "dbt-duckdb:build", env=env | WITHOUT_THE_EXCLUSIONS
+    )
+    markers = [
+        json.loads(line)
+        for line in (tmp_path / "jsonl" / "full_table_snapshots.jsonl").read_text().splitlines()
+    ]
+    latest = max(m["snapshotAt"] for m in markers)
+    run = {m["stream"] for m in markers if m["snapshotAt"] == latest}
+    assert "users" in run
+    assert "automation_exclusions" not in run
+    compare_users_read_without_the_exclusions(query, ds, dropped)
+
+
+def test_models_on_postgres_count_owners_the_directory_dropped_when_users_is_read_alone(
+    e2e_emulator: Emulator,
+    e2e_postgres: tuple[dict[str, str], t.Callable[[str], list[tuple[t.Any, ...]]]],
+) -> None:
+    ds = e2e_emulator.dataset
+    env, query = e2e_postgres
+    meltano("run", "tap-accessgov", "target-postgres", env=env)
+    dropped = drop_an_owner(ds)
+    meltano("run", "accessgov", env=env | WITHOUT_THE_EXCLUSIONS)
+    compare_users_read_without_the_exclusions(query, ds, dropped)
 
 
 def old_java(directory: Path) -> Path:

@@ -67,6 +67,32 @@ def test_only_synced_streams_are_declared_complete(emulator: Emulator) -> None:
     assert [m["stream"] for m in result.records["full_table_snapshots"]] == ["users"]
 
 
+@pytest.mark.parametrize(
+    ("read_directory", "scope"),
+    [(True, "directory"), (False, "automation_exclusion_users")],
+    ids=["directory", "exclusions-only"],
+)
+def test_the_users_snapshot_says_whether_it_is_the_directory(
+    emulator: Emulator, read_directory: bool, scope: str
+) -> None:
+    """The users rows of both reads are the same User objects: only the marker tells the
+    models (int_users_snapshot) whether an owner not listed has left. The other streams'
+    markers have no scope: their settings do not narrow them."""
+    config = tap_config(emulator) | {"read_directory": read_directory}
+    result = sync(config)
+    scopes = {m["stream"]: m["scope"] for m in result.records["full_table_snapshots"]}
+    assert scopes.pop("users") == scope
+    assert scopes
+    assert set(scopes.values()) == {None}
+    # also when users is read without automation_exclusions (the stream it draws on)
+    alone = sync(
+        config, catalog=catalog_selecting(config, {"users": None, "full_table_snapshots": None})
+    )
+    assert [(m["stream"], m["scope"]) for m in alone.records["full_table_snapshots"]] == [
+        ("users", scope)
+    ]
+
+
 @pytest.mark.cli
 @pytest.mark.parametrize("workers", [1, 8])
 def test_a_run_that_fails_half_way_declares_no_snapshot_complete(

@@ -45,4 +45,5 @@ class FullTableSnapshotsStream(Stream):
                     "stream": stream.name,
                     SNAPSHOT_AT: stream.snapshot_at,
                     "completedAt": completed.replace("+00:00", "Z"),
+                    "scope": stream.snapshot_scope,
                 }

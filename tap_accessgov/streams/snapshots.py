@@ -73,6 +73,13 @@ class SnapshotStream(Stream):
         or the SDK's test suite's, may have ended it early)."""
         return True
 
+    @property
+    def snapshot_scope(self) -> str | None:
+        """What this run's snapshot covers, for ``full_table_snapshots``' ``scope``: None (the
+        default) for the stream's whole listing; a stream whose settings narrow what it reads
+        names it, so the models need not guess it from the rows (they look alike either way)."""
+        return None
+
     @override
     def post_process(
         self, row: dict[str, t.Any], context: Context | None = None

@@ -58,6 +58,13 @@ class UsersStream(QueryPaging, AccessGovStream):
         super().__init__(tap, connection=connection)
         self.exclusions = exclusions
 
+    @property
+    @override
+    def snapshot_scope(self) -> str:
+        """``directory`` when the run read the directory, else ``automation_exclusion_users``:
+        an owner missing from the latter has not left (int_users_snapshot reads this)."""
+        return "directory" if self.config["read_directory"] else "automation_exclusion_users"
+
     @override
     def stop_workers(self) -> None:
         """The exclusion fetches this stream drives end with its sync (see TapStream.sync)."""
