@@ -38,41 +38,38 @@ decisions as (
 ),
 
 held_after_close as (
-    -- held across the close: an interval of the feed, or the service's grant of now (read_at:
-    -- its latest complete snapshot, which must postdate the close; null for the feed's
-    -- intervals, dated by their own events), held from its start and not revoked as of then
-    select distinct decisions.task_id
-    from decisions
-    inner join (
-        select
-            app_id,
-            app_entitlement_id,
-            app_user_id,
-            granted_at,
-            revoked_at,
-            cast(null as {{ type_timestamp_tz() }}) as read_at
-        from {{ ref('grant_intervals') }}
+    -- held across the close, one join per source so that each looks its rows up through its
+    -- table's index (a join over their union scanned both for every decision: the plan guard
+    -- of tests/test_models.py): an interval of the feed, dated by its own events, or the
+    -- service's grant of now, counted only when its snapshot (the latest complete one)
+    -- postdates the close (with no complete snapshot there is none to postdate it, and
+    -- current_grants is the fold of the feed: its intervals already count); either held from
+    -- its start and not revoked as of the close
+    select distinct held.task_id
+    from (
+        select decisions.task_id
+        from decisions
+        inner join {{ ref('grant_intervals') }} as intervals
+            on intervals.app_id = decisions.app_id
+            and intervals.app_entitlement_id = decisions.app_entitlement_id
+            and intervals.app_user_id = decisions.app_user_id
+        where decisions.access_review_closed_at is not null
+            and (intervals.granted_at is null or intervals.granted_at <= decisions.access_review_closed_at)
+            and (intervals.revoked_at is null or intervals.revoked_at > decisions.access_review_closed_at)
         union all
-        select
-            app_id,
-            app_entitlement_id,
-            app_user_id,
-            granted_at,
-            cast(null as {{ type_timestamp_tz() }}) as revoked_at,
-            (
+        select decisions.task_id
+        from decisions
+        inner join {{ ref('current_grants') }} as service_grants
+            on service_grants.app_id = decisions.app_id
+            and service_grants.app_entitlement_id = decisions.app_entitlement_id
+            and service_grants.app_user_id = decisions.app_user_id
+        where decisions.access_review_closed_at is not null
+            and (service_grants.granted_at is null or service_grants.granted_at <= decisions.access_review_closed_at)
+            and (
                 select max(snapshots.snapshot_at)
                 from ({{ complete_snapshots('grants') }}) as snapshots
-            ) as read_at
-        from {{ ref('current_grants') }}
-        where held_per = 'service'
+            ) > decisions.access_review_closed_at
     ) as held
-        on held.app_id = decisions.app_id
-        and held.app_entitlement_id = decisions.app_entitlement_id
-        and held.app_user_id = decisions.app_user_id
-    where decisions.access_review_closed_at is not null
-        and (held.read_at is null or held.read_at > decisions.access_review_closed_at)
-        and (held.granted_at is null or held.granted_at <= decisions.access_review_closed_at)
-        and (held.revoked_at is null or held.revoked_at > decisions.access_review_closed_at)
 )
 
 select
