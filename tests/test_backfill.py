@@ -699,7 +699,9 @@ def test_a_sample_in_no_date_order_cuts_the_first_windows_at_its_quantiles() -> 
 def test_a_window_in_date_order_is_cut_ahead_of_the_reading_only(ascending: bool) -> None:
     """Two pages read in date order from one end of a window: the rest lies ahead of the
     reading, cut into pieces of about TARGET_PAGES; the part read, with the sliver behind it
-    (empty when sorted), is one piece, not two (each piece costs a request at least)."""
+    (empty when sorted), is one piece, not two (each piece costs a request at least). It stops
+    short of the last instant read, whose events the piece next to it skips: read again, it
+    holds fewer events than the two pages, so it ends on a part page, not on an empty third."""
     ms = 1_000_000
     dates = [10 * ms + n * ms // 10 for n in range(200)]  # 10 per ms from 10 ms on
     if not ascending:
@@ -711,11 +713,15 @@ def test_a_window_in_date_order_is_cut_ahead_of_the_reading_only(ascending: bool
     assert children[0].start == 0
     assert children[-1].end == 1000 * ms
     assert all(a.end == b.start for a, b in itertools.pairwise(children))
-    read = children[0] if ascending else children[-1]
-    assert read.contains(min(dates))
-    assert read.contains(max(dates))
+    read, next_to_it = (children[0], children[1]) if ascending else (children[-1], children[-2])
+    first, last = (min(dates), max(dates)) if ascending else (max(dates), min(dates))
+    assert read.contains(first)
+    assert not read.contains(last), "the last instant read lies in the piece next to it"
+    assert next_to_it.contains(last)
     assert read.skip is not None
-    assert sum(read.skip.values()) == 200, "the part read, its events skipped"
+    assert next_to_it.skip is not None
+    assert sum(read.skip.values()) == 199, "the part read, its events skipped"
+    assert sum(next_to_it.skip.values()) == 1, "the last event read, skipped next to it"
     ahead = [child for child in children if child is not read]
     # 1000 ms at 10 events per ms: about 98 pages ahead, in pieces of about TARGET_PAGES
     assert len(ahead) == min(math.ceil(98 / TARGET_PAGES), MAX_PIECES), len(ahead)

@@ -178,18 +178,22 @@ def pieces(
         return []  # one full page may be all there is (a nightly run's 120 events)
     dates = [to_ns(record["date"]) for page in delivered for record in page]
     if abs(order := date_order(dates)) >= BY_DATE:
-        low_read, high_read = min(dates), max(dates) + 1
         # The unread side ahead of the reading holds the rest; the side behind it holds at
         # most the stragglers of a nearly sorted feed (none when sorted) and joins the part
-        # read, as does a side ahead narrower than a page.
+        # read, as does a side ahead narrower than a page. The part read stops short of the
+        # last instant read (its events join the piece ahead, skipped there), so it holds
+        # fewer events than the pages read: read again, it ends on a part page of its own,
+        # not on an empty page after its last full one.
+        read_edge = max(dates) if order > 0 else min(dates) + 1
         last = [to_ns(record["date"]) for record in delivered[-1]]
-        per_page = max(max(last) - min(last), 1)  # ns: the density where the reading is now
-        ahead = end - high_read if order > 0 else low_read - start
+        # ns per page where the reading is now (an ascending feed may grow denser as it goes)
+        per_page = max((max(last) - min(last)) * len(last) // max(len(last) - 1, 1), 1)
+        ahead = end - read_edge if order > 0 else read_edge - start
         if ahead // per_page <= 2 * TARGET_PAGES:
             return []
         count = min(math.ceil(ahead / per_page / TARGET_PAGES), MAX_PIECES)
         if order > 0:
-            edges = [high_read + ahead * n // count for n in range(count)]
+            edges = [read_edge + ahead * n // count for n in range(count)]
         else:
             edges = [start + ahead * n // count for n in range(1, count + 1)]
         edges = sorted({edge for edge in edges if start < edge < end})
