@@ -9,7 +9,12 @@ the last tenth of 60 days) at 100 ms per request, for every feed order the emula
 alternating, medians:
 
 1. the tap with default settings versus a sequential raw loop (requests, pages of 100): the
-   speed-up (goal >= 6x at 8 in flight; the limit is 8x), and the tap's requests;
+   speed-up (goal >= 6x at 8 in flight), and the tap's requests; beside them the limit on
+   this machine: the same raw loop reading 8 windows of equal counts at once, cut at the
+   dates of every event (read beforehand, without latency): what a client that knew the data
+   in advance does with 8 in flight; and the ceiling of any tap on the SDK here: the limit
+   plus what the tap's imports take over the raw loop's (``python -c "import
+   tap_accessgov.tap"`` versus ``python -c "import requests"``, timed in the same rounds);
 2. the events read twice when the tap is killed with SIGKILL after 70% of the records and
    resumed from its last STATE (goal: no more than the windows in flight);
 
@@ -35,6 +40,7 @@ import os
 import signal
 import statistics
 import subprocess
+import sys
 import time
 import typing as t
 
@@ -111,6 +117,19 @@ def start_config(emulator: EmulatorProcess, workdir: Path, start: str) -> Path:
     return path
 
 
+def known_dates(emulator: EmulatorProcess, config: Path, workdir: Path) -> Path:
+    """The dates of the events ``config`` reads, read once without latency (not timed), for
+    the limit's windows."""
+    path = workdir / f"{config.stem}-dates.json"
+    latency = emulator.control("settings", {})["latency"]
+    emulator.control("settings", {"latency": 0})
+    try:
+        subprocess.run(bench.raw_loop(config, "--dates", str(path)), check=True)
+    finally:
+        emulator.control("settings", {"latency": latency})
+    return path
+
+
 def feed_requests(emulator: EmulatorProcess) -> int:
     return int(emulator.control("stats")["api_requests_by_path"].get("/api/v1/grants/feed", 0))
 
@@ -136,18 +155,24 @@ def backfill(args: argparse.Namespace, workdir: Path, report: t.Callable[[str], 
             f"request, pages of 100, {args.rounds} round(s) alternating; killed after 70% of "
             "the records and resumed"
         )
-        header = "| feed order | start_date | sequential |"
+        header = (
+            "| feed order | start_date | sequential | limit: 8 known windows, raw "
+            "| ceiling: the limit + the tap's imports |"
+        )
         for name in taps:
             header += f" {name} | speed-up | requests | read twice after a kill at 70% |"
         report(header)
-        report("|---|---|---|" + "---|---|---|---|" * len(taps))
+        report("|---|---|---|---|---|" + "---|---|---|---|" * len(taps))
         catalog: Path | None = None
         for order in args.backfill_orders:
             emulator = start(order, *RECENT, "--feed-order", order)
             catalog = catalog or bench.catalog_for(emulator.config_path, "grant_feed", workdir)
             for when in args.backfill_starts:
                 config = start_config(emulator, workdir, when)
+                dates = known_dates(emulator, config, workdir)
                 raw_times: list[float] = []
+                limit_times: list[float] = []
+                imports_surplus: list[float] = []
                 tap_times: dict[str, list[float]] = {name: [] for name in taps}
                 sent: dict[str, list[int]] = {name: [] for name in taps}
                 for _ in range(args.rounds):
@@ -158,8 +183,19 @@ def backfill(args: argparse.Namespace, workdir: Path, report: t.Callable[[str], 
                         )
                         sent[name].append(feed_requests(emulator))
                     raw_times.append(bench.run(bench.raw_loop(config))[0])
-                raw_s = statistics.median(raw_times)
-                row = f"| {order} | {START_NAMES[when]} | {raw_s:.2f} s |"
+                    limit_command = bench.raw_loop(config, "--windows", str(dates), "8")
+                    limit_times.append(bench.run(limit_command)[0])
+                    imports_surplus.append(
+                        bench.run([sys.executable, "-c", "import tap_accessgov.tap"])[0]
+                        - bench.run([sys.executable, "-c", "import requests"])[0]
+                    )
+                raw_s, limit_s = statistics.median(raw_times), statistics.median(limit_times)
+                ceiling_s = limit_s + statistics.median(imports_surplus)
+                row = (
+                    f"| {order} | {START_NAMES[when]} | {raw_s:.2f} s "
+                    f"| {limit_s:.2f} s {raw_s / limit_s:.1f}x "
+                    f"| {ceiling_s:.2f} s {raw_s / ceiling_s:.1f}x |"
+                )
                 for name, env in taps.items():
                     tap_s = statistics.median(tap_times[name])
                     delivered, resumed = _killed_then_resumed(

@@ -4,6 +4,7 @@ the PostgreSQL URL is read as libpq reads it, the emulator process starts, answe
 
 from __future__ import annotations
 
+import functools
 import json
 import socket
 import subprocess
@@ -155,6 +156,28 @@ def test_the_raw_loop_reads_the_whole_feed(tmp_path: Path) -> None:
         )
         assert int(result.stdout) == len(emulator.dataset.feed_entries())
         assert emulator.stats["token_requests"] == 1
+
+
+def test_the_limit_reads_every_event_once_in_windows_of_equal_counts(tmp_path: Path) -> None:
+    """The backfill benchmark's limit (raw_loop.py --dates, then --windows): the dates it
+    cuts at are every event's, sorted, and the windows read every event, each once, with
+    one token, as many requests in flight as windows."""
+    with Emulator(Dataset(**SMALL_DATASET), credential=CREDENTIAL) as emulator:
+        path = tmp_path / "config.json"
+        path.write_text(json.dumps(tap_config(emulator)))
+        dates = tmp_path / "dates.json"
+        run = functools.partial(subprocess.run, timeout=120, check=True, capture_output=True)
+        run([sys.executable, str(RAW_LOOP), str(path), "--dates", str(dates)])
+        entries = emulator.dataset.feed_entries()
+        expected = sorted(ns(entry["feed"]["date"]) for entry in entries)
+        assert [ns(date) for date in json.loads(dates.read_text())] == expected
+        emulator.reset_stats()
+        result = run([sys.executable, str(RAW_LOOP), str(path), "--windows", str(dates), "4"])
+        assert int(result.stdout) == len(entries)
+        assert emulator.stats["token_requests"] == 1
+        # four windows of about equal counts, each read to its last page
+        pages = -(-len(entries) // 4 // 100)
+        assert emulator.stats["api_requests"] <= 4 * (pages + 1)
 
 
 def test_the_raw_copy_loop_loads_every_event(postgres, warehouse_url: str, tmp_path: Path) -> None:

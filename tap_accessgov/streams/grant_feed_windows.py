@@ -186,8 +186,7 @@ def pieces(
         # not on an empty page after its last full one.
         read_edge = max(dates) if order > 0 else min(dates) + 1
         last = [to_ns(record["date"]) for record in delivered[-1]]
-        # ns per page where the reading is now (an ascending feed may grow denser as it goes)
-        per_page = max((max(last) - min(last)) * len(last) // max(len(last) - 1, 1), 1)
+        per_page = max(max(last) - min(last), 1)  # ns: the density where the reading is now
         ahead = end - read_edge if order > 0 else read_edge - start
         if ahead // per_page <= 2 * TARGET_PAGES:
             return []
