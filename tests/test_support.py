@@ -160,8 +160,8 @@ def test_the_raw_loop_reads_the_whole_feed(tmp_path: Path) -> None:
 
 def test_the_limit_reads_every_event_once_in_windows_of_equal_counts(tmp_path: Path) -> None:
     """The backfill benchmark's limit (raw_loop.py --dates, then --windows): the dates it
-    cuts at are every event's, sorted, and the windows read every event, each once, with
-    one token, as many requests in flight as windows."""
+    cuts at are every event's, sorted, and the windows together read as many entries as the
+    feed holds, with one token, each window ending on its last page."""
     with Emulator(Dataset(**SMALL_DATASET), credential=CREDENTIAL) as emulator:
         path = tmp_path / "config.json"
         path.write_text(json.dumps(tap_config(emulator)))
