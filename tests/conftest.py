@@ -206,11 +206,15 @@ def warehouse_for(configured: str) -> t.Iterator[tuple[str, str]]:
         )
 
 
-# The servers every PostgreSQL test runs on: the configured one (``warehouse_for``: a
-# throwaway one where nothing answers, as on a fresh machine) and, where the configured one
-# answers, also a throwaway one of the tests' own, so that a machine with a server (CI's)
-# tests both paths, and both PostgreSQL releases, in one run.
+# The servers of the PostgreSQL tests marked ON_EVERY_SERVER: the configured one
+# (``warehouse_for``: a throwaway one where nothing answers, as on a fresh machine) and, where
+# the configured one answers, also a throwaway one of the tests' own, so that a machine with a
+# server (CI's) checks in one run both what it does and what a fresh machine does, on both
+# PostgreSQL releases. Every other PostgreSQL test runs on the configured server.
 WAREHOUSES = ("configured", "own") if answers(CONFIGURED_POSTGRES_URL) else ("configured",)
+ON_EVERY_SERVER = pytest.mark.parametrize(
+    "warehouse_url", WAREHOUSES, indirect=True, ids=[f"{w}-pg" for w in WAREHOUSES]
+)
 
 
 def _used(config: pytest.Config, which: str, description: str) -> None:
@@ -235,12 +239,14 @@ def own_warehouse_url(pytestconfig: pytest.Config) -> t.Iterator[str]:
         yield server.url
 
 
-@pytest.fixture(scope="session", params=WAREHOUSES, ids=[f"{w}-pg" for w in WAREHOUSES])
+@pytest.fixture(scope="session")
 def warehouse_url(request: pytest.FixtureRequest) -> str:
-    """The URL of the PostgreSQL database an end-to-end test loads into: each of WAREHOUSES
-    in turn. A server that answers but refuses the tests fails them (the `postgres`
-    fixture): a test that needs PostgreSQL never skips."""
-    return str(request.getfixturevalue(f"{request.param}_warehouse_url"))
+    """The URL of the PostgreSQL database an end-to-end test loads into: the configured
+    server, or each of WAREHOUSES for a test marked ON_EVERY_SERVER. A server that answers
+    but refuses the tests fails them (the `postgres` fixture): a test that needs PostgreSQL
+    never skips."""
+    which = getattr(request, "param", "configured")
+    return str(request.getfixturevalue(f"{which}_warehouse_url"))
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -29,6 +29,7 @@ from tests.conftest import (
     BIN,
     CREDENTIAL,
     E2E_DATASET,
+    ON_EVERY_SERVER,
     ROOT,
     STREAMS,
     default_dataset,
@@ -364,6 +365,7 @@ def pipe_into_target_postgres(emulator: Emulator, url: str, schema: str, tmp_pat
     assert "Record Message Validation Error" not in loaded.stderr.decode()
 
 
+@ON_EVERY_SERVER
 def test_tap_piped_into_target_postgres_validating_loads_the_newest_shapes_exactly(
     meltano_plugins: None, e2e_emulator: Emulator, postgres, warehouse_url: str, tmp_path: Path
 ) -> None:

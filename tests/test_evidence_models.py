@@ -23,14 +23,16 @@ import pytest
 from emulator import Dataset, Emulator, lifecycle
 from emulator.grants import CurrentGrant
 from emulator.timefmt import parse_rfc3339
-from tests.conftest import E2E_DATASET, meltano
+from tests.conftest import E2E_DATASET, ON_EVERY_SERVER, meltano
 from tests.test_models import (
     as_of_instant,
     duckdb_models,
     postgres_epoch_us,
     postgres_models,
+    truth,
     us,
 )
+from tests.test_models import compare as compare_access_history
 
 KINDS_ABOUT_A_GRANT = ("grant", "revoke", "certify")
 OUTCOME_KINDS = (*KINDS_ABOUT_A_GRANT, "offboarding")
@@ -332,23 +334,28 @@ def test_evidence_models_on_duckdb_equal_the_emulators_truth(
     compare(run, "duckdb", ds, grants_read(ds))
 
 
-def test_evidence_models_on_postgres_equal_the_emulators_truth(
+@ON_EVERY_SERVER
+def test_evidence_and_access_history_models_on_postgres_equal_the_emulators_truth(
     meltano_plugins: None, tenant: Emulator, postgres, warehouse_url: str, tmp_path: Path
 ) -> None:
-    """Unset fields sent empty (EmitUnpopulated) here, omitted on DuckDB: the same answers."""
+    """The shipped job (load, then build) twice: every model of evidence and of access
+    history equals the truth. Unset fields sent empty (EmitUnpopulated) here, omitted on
+    DuckDB and in tests/test_production.py's runs (the same access-history comparison
+    there): the same answers."""
     connection, schema = postgres
     tenant.emit_unpopulated = True
     ds = tenant.dataset
-    env, query = postgres_models(
-        tenant, tmp_path, as_of_instant(ds), connection, schema, warehouse_url
-    )
+    as_of = as_of_instant(ds)
+    env, query = postgres_models(tenant, tmp_path, as_of, connection, schema, warehouse_url)
     run = engine_query(query, "postgres")
     meltano("run", "accessgov", env=env)
     compare(run, "postgres", ds, grants_read(ds))
+    compare_access_history(query, truth(ds, as_of))
 
     between_runs(tenant)
     meltano("run", "accessgov", env=env)
     compare(run, "postgres", ds, grants_read(ds))
+    compare_access_history(query, truth(ds, as_of))
 
 
 # A run that reads tasks and access reviews, not grants: the grants snapshot stays older.
