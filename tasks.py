@@ -133,7 +133,7 @@ def test(extra: list[str]) -> None:
     finally:
         print("\nthe test command's steps:", flush=True)
         for name, seconds in steps.items():
-            print(f"  {name:<24} {seconds:7.0f} s", flush=True)
+            print(f"  {name:<28} {seconds:6.0f} s", flush=True)
 
 
 @contextlib.contextmanager
