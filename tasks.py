@@ -118,8 +118,8 @@ def test(extra: list[str]) -> None:
     The suite runs on every core (pytest-xdist, pyproject's addopts; ``-n 0`` runs it in
     one process). Its end-to-end tests use the PostgreSQL that answers at
     ACCESSGOV_TEST_POSTGRES_URL (or the PG* variables, default 127.0.0.1:5432), else a
-    throwaway server of their own; where one answers, each PostgreSQL test also runs on a
-    throwaway server (tests/conftest.py, WAREHOUSES), as on a fresh machine.
+    throwaway server of their own; where one answers, the tests marked ON_EVERY_SERVER also
+    run on a throwaway server, as on a fresh machine (tests/conftest.py, WAREHOUSES).
     """
     steps: dict[str, float] = {}
     try:
