@@ -249,17 +249,30 @@ def warehouse_url(request: pytest.FixtureRequest) -> str:
     return str(request.getfixturevalue(f"{which}_warehouse_url"))
 
 
+# What meltano.yml's dbt utilities are told by each pytest-xdist worker (pytest_configure):
+# (variable, directory under transform/target/tests-<worker>/).
+DBT_PER_WORKER = tuple(
+    variable_and_directory
+    for engine in ("duckdb", "postgres", "spark")
+    for variable_and_directory in (
+        (f"DBT_{engine.upper()}_TARGET_PATH", engine),
+        (f"DBT_{engine.upper()}_LOG_PATH", f"logs/{engine}"),
+    )
+)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """The groups' markers; under pytest-xdist, each worker's dbt builds in a directory of
     its own (dbt writes its manifest and compiled SQL there, and two builds at once in one
-    directory overwrite each other's), kept between runs for dbt's partial parsing."""
+    directory overwrite each other's), kept between runs for dbt's partial parsing. A test
+    of fresh project copies leaves these out (tests/test_production.py), so that each copy
+    builds in its own."""
     groups_configure(config)
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if worker is not None:
-        for engine in ("duckdb", "postgres", "spark"):
+        for variable, directory in DBT_PER_WORKER:
             work = ROOT / "transform" / "target" / f"tests-{worker}"
-            os.environ.setdefault(f"DBT_{engine.upper()}_TARGET_PATH", str(work / engine))
-            os.environ.setdefault(f"DBT_{engine.upper()}_LOG_PATH", str(work / "logs" / engine))
+            os.environ.setdefault(variable, str(work / directory))
 
 
 def pytest_testnodedown(node: t.Any, error: object) -> None:

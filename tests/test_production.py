@@ -25,7 +25,16 @@ import pytest
 
 from emulator import Emulator
 from emulator.timefmt import format_ns
-from tests.conftest import BIN, CREDENTIAL, ON_EVERY_SERVER, ROOT, libpq_env, ns, tap_env
+from tests.conftest import (
+    BIN,
+    CREDENTIAL,
+    DBT_PER_WORKER,
+    ON_EVERY_SERVER,
+    ROOT,
+    libpq_env,
+    ns,
+    tap_env,
+)
 from tests.test_models import as_of_instant, compare, postgres_models_query, truth
 
 JOB_STATE_ID = "prod:tap-accessgov-to-target-postgres"  # Meltano's name for the job's EL block
@@ -68,11 +77,12 @@ def prod_env(emulator: Emulator, warehouse: dict[str, t.Any]) -> dict[str, str]:
     """What a production runner sets: the `prod` environment, the system database, the tenant
     (here the emulator), the warehouse (PG* variables) and the schemas of this test."""
     schema = warehouse["schema"]
+    per_worker = {variable for variable, _ in DBT_PER_WORKER}  # each copy builds in its own
     return {
         **{
             k: v
             for k, v in os.environ.items()
-            if not k.startswith(("TAP_ACCESSGOV", "PG", "MELTANO"))
+            if not k.startswith(("TAP_ACCESSGOV", "PG", "MELTANO")) and k not in per_worker
         },
         **tap_env(emulator),
         **libpq_env(warehouse["url"]),
