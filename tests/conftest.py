@@ -164,9 +164,11 @@ def e2e_emulator() -> t.Iterator[Emulator]:
 @pytest.fixture(scope="session")
 def meltano_plugins() -> None:
     """meltano.yml's plugins (loaders, dbt utilities) in .meltano/, quick when already there;
-    one worker installs them while the others wait (a lock file beside them)."""
+    one worker installs them while the others wait (a lock file beside them). The install is
+    the project's own .meltano/, not a worker's (MELTANO_SYS_DIR_ROOT: pytest_configure)."""
     (ROOT / ".meltano").mkdir(exist_ok=True)
-    with FileLock(ROOT / ".meltano" / "tests-install.lock"):
+    with FileLock(ROOT / ".meltano" / "tests-install.lock"), pytest.MonkeyPatch.context() as env:
+        env.delenv(MELTANO_SYS_DIR, raising=False)
         install_plugins()
 
 
@@ -261,18 +263,34 @@ DBT_PER_WORKER = tuple(
 )
 
 
+# Meltano's system directory (.meltano: the installed plugins, and each run's catalog and
+# configuration files in .meltano/run/<plugin>/, which two runs at once overwrite) as Meltano
+# reads it from the environment.
+MELTANO_SYS_DIR = "MELTANO_SYS_DIR_ROOT"
+PLUGIN_KINDS = ("extractors", "loaders", "utilities", "orchestrators")
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    """The groups' markers; under pytest-xdist, each worker's dbt builds in a directory of
-    its own (dbt writes its manifest and compiled SQL there, and two builds at once in one
-    directory overwrite each other's), kept between runs for dbt's partial parsing. A test
-    of fresh project copies leaves these out (tests/test_production.py), so that each copy
-    builds in its own."""
+    """The groups' markers; under pytest-xdist, what each worker's Meltano and dbt write goes
+    to directories of its own, since two runs at once in the project's would overwrite each
+    other's files (Meltano's catalog and configuration of a run, dbt's manifest and compiled
+    SQL): Meltano's system directory ``.meltano/tests-<worker>/``, which links to the
+    project's installed plugins, and dbt's target and logs in ``transform/target/tests-
+    <worker>/``, kept between runs for dbt's partial parsing. A test of fresh project copies
+    leaves these out (tests/test_production.py), so that each copy works in its own."""
     groups_configure(config)
     worker = os.environ.get("PYTEST_XDIST_WORKER")
-    if worker is not None:
-        for variable, directory in DBT_PER_WORKER:
-            work = ROOT / "transform" / "target" / f"tests-{worker}"
-            os.environ.setdefault(variable, str(work / directory))
+    if worker is None:
+        return
+    system = ROOT / ".meltano" / f"tests-{worker}"
+    system.mkdir(parents=True, exist_ok=True)
+    for kind in PLUGIN_KINDS:  # the install's (meltano_plugins), whether made yet or not
+        if not (system / kind).is_symlink():
+            (system / kind).symlink_to(ROOT / ".meltano" / kind)
+    os.environ.setdefault(MELTANO_SYS_DIR, str(system))
+    for variable, directory in DBT_PER_WORKER:
+        work = ROOT / "transform" / "target" / f"tests-{worker}"
+        os.environ.setdefault(variable, str(work / directory))
 
 
 def pytest_testnodedown(node: t.Any, error: object) -> None:

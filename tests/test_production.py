@@ -30,6 +30,7 @@ from tests.conftest import (
     CREDENTIAL,
     DBT_PER_WORKER,
     ON_EVERY_SERVER,
+    PLUGIN_KINDS,
     ROOT,
     libpq_env,
     ns,
@@ -38,7 +39,6 @@ from tests.conftest import (
 from tests.test_models import as_of_instant, compare, postgres_models_query, truth
 
 JOB_STATE_ID = "prod:tap-accessgov-to-target-postgres"  # Meltano's name for the job's EL block
-PLUGIN_DIRS = ("extractors", "loaders", "utilities", "orchestrators")
 
 
 def fresh_copy(directory: Path) -> Path:
@@ -51,7 +51,7 @@ def fresh_copy(directory: Path) -> Path:
             ROOT / tree, directory / tree, ignore=shutil.ignore_patterns("target", "logs")
         )
     (directory / ".meltano").mkdir()
-    for kind in PLUGIN_DIRS:
+    for kind in PLUGIN_KINDS:
         (directory / ".meltano" / kind).symlink_to(ROOT / ".meltano" / kind)
     return directory
 
