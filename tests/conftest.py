@@ -288,9 +288,9 @@ def pytest_configure(config: pytest.Config) -> None:
         if not (system / kind).is_symlink():
             (system / kind).symlink_to(ROOT / ".meltano" / kind)
     os.environ.setdefault(MELTANO_SYS_DIR, str(system))
+    dbt = ROOT / "transform" / "target" / f"tests-{worker}"
     for variable, directory in DBT_PER_WORKER:
-        work = ROOT / "transform" / "target" / f"tests-{worker}"
-        os.environ.setdefault(variable, str(work / directory))
+        os.environ.setdefault(variable, str(dbt / directory))
 
 
 def pytest_testnodedown(node: t.Any, error: object) -> None:
