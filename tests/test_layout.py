@@ -207,6 +207,36 @@ def test_the_sdk_is_not_pinned_below_its_next_release() -> None:
     assert sdk == ["singer-sdk[msgspec]>=0.54.2"]
 
 
+# What of tests.conftest runs the tap (the rest is emulators, datasets and the warehouse).
+RUNS_THE_TAP = {"sync", "run_cli", "catalog_selecting", "TapAccessGov", "BIN_TAP"}
+
+
+def test_what_the_next_sdks_run_leaves_out_never_uses_the_sdk() -> None:
+    """CI's run against the next singer-sdk (tasks.py) skips the emulator's tests and the test
+    files it names: none may import the SDK or the tap, or run the tap through the tests'
+    helpers, or the next release could break what that run did not try."""
+    import tasks
+
+    ignored = [ROOT / arg.split("=", 1)[1] for arg in tasks.WITH_THE_SDK if "=" in arg]
+    assert tasks.WITH_THE_SDK[0] == "tests"  # not emulator/tests
+    assert ignored
+    emulator = [*modules_of("emulator"), *(ROOT / "emulator" / "tests").glob("*.py")]
+    for path in [*ignored, *emulator]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                names = {node.module or ""} | (
+                    {alias.name for alias in node.names} & RUNS_THE_TAP
+                    if node.module == "tests.conftest"
+                    else set()
+                )
+            else:
+                continue
+            used = {n for n in names if n.split(".")[0] in ("tap_accessgov", "singer_sdk")}
+            assert not used | (names & RUNS_THE_TAP), (path.name, sorted(names))
+
+
 def test_the_layout_maps_name_every_module_there_is() -> None:
     """The README's map of the package and the emulator's README table name each module once,
     and no module that is gone: a reader finds each concern where the map says."""

@@ -398,12 +398,15 @@ def postgres_models_query(
     return query
 
 
-@pytest.mark.parametrize("emit_unpopulated", [False, True], ids=["omitted", "emitted"])
 def test_models_on_duckdb_equal_the_emulators_truth(
-    meltano_plugins: None, e2e_emulator: Emulator, tmp_path: Path, emit_unpopulated: bool
+    meltano_plugins: None, e2e_emulator: Emulator, tmp_path: Path
 ) -> None:
-    """Unset fields omitted or sent empty ("", false, 0, UNKNOWN): the same answers."""
-    e2e_emulator.emit_unpopulated = emit_unpopulated
+    """Unset fields sent empty ("", false, 0, UNKNOWN) by the first run and omitted by the
+    second, as a service release may change its marshalling: the same answers from files of
+    one shape and then of both. (Omitted alone: the other DuckDB runs of this file compare
+    every model with the same truth over the service's default, unset fields omitted on all
+    but the catalog, whose omitted fields test_the_catalog_reads_on_duckdb_... reads.)"""
+    e2e_emulator.emit_unpopulated = True
     ds = e2e_emulator.dataset
     as_of = as_of_instant(ds)
     env, query = duckdb_models(e2e_emulator, tmp_path, as_of)
@@ -412,6 +415,7 @@ def test_models_on_duckdb_equal_the_emulators_truth(
     compare(query, truth(ds, as_of))
 
     e2e_emulator.add_events(count=NEW_EVENTS)
+    e2e_emulator.emit_unpopulated = False
     meltano("run", "tap-accessgov", "target-jsonl", "dbt-duckdb:build", env=env)
     # JSONL appended the bookmark instant's events again and every exclusion and user: the
     # models must not count them twice.
