@@ -119,6 +119,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="grants held now that were made before the feed began, which it never names "
         "(default: one for every eight events)",
     )
+    p.add_argument(
+        "--ended-before-feed",
+        type=int,
+        default=None,
+        help="grant periods that began and ended before the feed, which search/past-grants "
+        "lists (default: one for every sixteen events)",
+    )
     p.add_argument("--credential-seed", type=int, default=7)
     p.add_argument("--tenant", default="acme.accessgov.test")
     p.add_argument(
@@ -145,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         catalog_entitlements=args.catalog_entitlements,
         distribution=args.distribution,
         grants_before_feed=args.grants_before_feed,
+        ended_before_feed=args.ended_before_feed,
         order=args.feed_order,
         ticket_ids=args.ticket_ids,
     )

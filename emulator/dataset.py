@@ -22,6 +22,7 @@ from emulator.directory import Directory, DirectoryUser
 from emulator.exclusions import Exclusions
 from emulator.feed import DISTRIBUTIONS, ORDERS, Event, GrantFeed
 from emulator.grants import CurrentGrant, CurrentGrants
+from emulator.past_grants import PastGrant, PastGrants
 from emulator.reviews import AccessReviews
 from emulator.seed import Seed
 from emulator.tasks import GRANTED, Tasks, omitted
@@ -56,6 +57,7 @@ class Dataset:
         catalog_entitlements: int | None = None,
         distribution: str = "uniform",
         grants_before_feed: int | None = None,
+        ended_before_feed: int | None = None,
         order: str = "near",
         access_reviews: int = 3,
         ticket_ids: str = "id",
@@ -111,6 +113,13 @@ class Dataset:
             self.feed,
             plan,
             before_feed=events // 8 if grants_before_feed is None else grants_before_feed,
+        )
+        # Grant periods that ended (the feed's, and those over before it: by default one for
+        # every sixteen events).
+        self.past = PastGrants(
+            key,
+            self.grants,
+            ended_before_feed=events // 16 if ended_before_feed is None else ended_before_feed,
         )
         self.reviews = AccessReviews(
             key, count=access_reviews, users=self.users.ids, end_ns=self.end_ns
@@ -192,6 +201,11 @@ class Dataset:
         """Ground truth: the grants the service holds now (removals applied), by app,
         entitlement and app user; ``feed_knows`` False marks those older than the feed."""
         return self.grants.current()
+
+    def past_grants(self) -> list[PastGrant]:
+        """Ground truth: every grant period that ended, the feed's and those over before it
+        began, by history id (what search/past-grants answers)."""
+        return self.past.ended()
 
     # ----- automation exclusions --------------------------------------------------------------
 

@@ -31,6 +31,7 @@ from emulator.faults import Fault, Faults
 from emulator.feed import search_grant_feed
 from emulator.grants import list_entitlement_users, search_grants
 from emulator.paging import PageTokens
+from emulator.past_grants import search_past_grants
 from emulator.reviews import list_access_reviews
 from emulator.server import Request
 from emulator.tasks import search_tasks
@@ -45,6 +46,7 @@ USERS_PATH = "/api/v1/users"
 APP_USERS = re.compile(r"/api/v1/apps/([^/]+)/app_users")
 ENTITLEMENT_USERS = re.compile(r"/api/v1/apps/([^/]+)/entitlements/([^/]+)/users")
 SEARCH_GRANTS_PATH = "/api/v1/search/grants"
+PAST_GRANTS_PATH = "/api/v1/search/past-grants"
 
 
 class Settings:
@@ -379,4 +381,9 @@ class Service:
             if method != "POST":
                 raise method_not_allowed("POST")
             return search_grants(self.dataset.grants, self.page_tokens, request.body, emit)
+        if path == PAST_GRANTS_PATH:
+            if method != "POST":
+                raise method_not_allowed("POST")
+            page = search_past_grants(self.dataset.past, self.page_tokens, request.body)
+            return shapes.past_grants(page, self.settings.shapes)
         raise ApiError(404, NOT_FOUND, "not found")

@@ -145,3 +145,12 @@ def grant_feed(page: Page, shapes: str) -> Page:
             if feed.get("ticketId"):
                 feed["ticketId"] = int.from_bytes(feed["ticketId"].encode()[-6:], "big")
     return page
+
+
+def past_grants(page: Page, shapes: str) -> Page:
+    """A page of ended grants in ``shapes``: an ``older`` release sends no ``history.id``
+    (added in August 2026)."""
+    if shapes == "older":
+        for view in _items(page):
+            (view.get("history") or {}).pop("id", None)
+    return page

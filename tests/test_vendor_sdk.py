@@ -305,3 +305,39 @@ def test_task_search_parses_with_the_values_meant(client) -> None:
     )
     assert [task.id for task in certify] == [m["id"] for m in meant[::7] if "certify" in m["type"]]
     assert certify
+
+
+def test_past_grants_parse_with_the_values_meant(client) -> None:
+    """SearchPastGrants app by app: this release of the vendor's client predates
+    ``history.id``, so a period is named by its grant and dates."""
+    sdk, emulator = client
+    ds = emulator.dataset
+    meant = sorted(
+        (p.app_id, p.app_entitlement_id, p.app_user_id, micros(p.granted_at), micros(p.revoked_at))
+        for p in ds.past_grants()
+    )
+    got = []
+    for app_id in ds.apps:
+        pages = all_pages(
+            lambda token, app_id=app_id: (
+                sdk.app_entitlement_user_binding.search_past_grants(
+                    request=shared.SearchPastGrantsRequest(
+                        app_ids=[app_id], page_size=100, page_token=token
+                    )
+                ).search_past_grants_response
+            )
+        )
+        for page in pages:
+            for view in page.list or []:
+                period = view.app_entitlement_user_binding_history
+                got.append(
+                    (
+                        period.app_id,
+                        period.app_entitlement_id,
+                        period.app_user_id,
+                        as_micros(period.granted_at),
+                        as_micros(period.revoked_at),
+                    )
+                )
+    assert len(got) > 100
+    assert sorted(got) == meant
