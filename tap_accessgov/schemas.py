@@ -275,6 +275,21 @@ GRANT = th.PropertiesList(
 ).to_dict()
 
 
+# A grant period that ended (search/past-grants' ``history``, streams/past_grants.py).
+PAST_GRANT = th.PropertiesList(
+    th.Property("appId", STRING, required=True),
+    th.Property("appEntitlementId", STRING, required=True),
+    th.Property("appUserId", STRING, required=True),
+    th.Property("grantedAt", th.DateTimeType, required=True, description="When it began."),
+    th.Property("revokedAt", th.DateTimeType, required=True, description="When it ended."),
+    th.Property(
+        "id",
+        STRING,
+        description="The service's id of the period (sent since August 2026); null before.",
+    ),
+).to_dict()
+
+
 # Tasks (tickets): the Task object as sent; its type a oneof whose unknown members pass
 # through, its policy's history the approval steps (streams/tasks.py).
 def _task_subject(*extra: th.Property[t.Any]) -> th.ObjectType:

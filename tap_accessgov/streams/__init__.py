@@ -16,6 +16,7 @@ from tap_accessgov.streams.base import Discovered
 from tap_accessgov.streams.full_table_snapshots import FullTableSnapshotsStream
 from tap_accessgov.streams.grant_feed import GrantFeedStream
 from tap_accessgov.streams.grants import GrantsStream
+from tap_accessgov.streams.past_grants import PastGrantsStream
 from tap_accessgov.streams.tasks import TasksStream
 from tap_accessgov.streams.users import UsersStream
 
@@ -34,6 +35,7 @@ STREAM_TYPES: tuple[type[TapStream], ...] = (
     UsersStream,
     AppUsersStream,
     GrantsStream,
+    PastGrantsStream,
     TasksStream,
     AccessReviewsStream,
 )

@@ -1,0 +1,162 @@
+"""``past_grants`` against the emulator's truth: a first sync reads every ended period app by
+app, a later one only the periods of the grants the feed removed since its bookmark, in as
+many requests as those need; unreadable periods are skipped with one warning per kind."""
+
+from __future__ import annotations
+
+import logging
+import typing as t
+from collections import Counter
+
+import pytest
+
+from emulator import Dataset, Emulator
+from emulator import past_grants as served
+from emulator.timefmt import format_ns
+from tap_accessgov.timestamps import to_ns
+from tests.conftest import SMALL_DATASET, SyncResult, catalog_selecting, sync, tap_config
+
+PAST = "/api/v1/search/past-grants"
+FEED = "/api/v1/grants/feed"
+Period = tuple[str, str, str, int, int, str | None]
+
+
+def periods(result: SyncResult) -> list[Period]:
+    return sorted(
+        (
+            r["appId"],
+            r["appEntitlementId"],
+            r["appUserId"],
+            to_ns(r["grantedAt"]),
+            to_ns(r["revokedAt"]),
+            r["id"],
+        )
+        for r in result.records.get("past_grants", [])
+    )
+
+
+def truth(ds: Dataset, *, with_ids: bool = True) -> list[Period]:
+    return sorted(
+        (
+            p.app_id,
+            p.app_entitlement_id,
+            p.app_user_id,
+            p.granted_at,
+            p.revoked_at,
+            p.id if with_ids else None,
+        )
+        for p in ds.past_grants()
+    )
+
+
+def removed_since(ds: Dataset, instant: int) -> set[tuple[str, str]]:
+    """The app entitlements of the feed's REMOVED events at or after ``instant`` (ns)."""
+    return {
+        (e["feed"]["appId"], e["feed"]["appEntitlementId"])
+        for e in ds.feed_entries()
+        if e["feed"].get("eventType") == "GRANT_EVENT_TYPE_REMOVED"
+        and to_ns(e["feed"]["date"]) >= instant
+    }
+
+
+def past_grants_sync(
+    emu: Emulator, state: dict[str, t.Any] | None = None, **settings: t.Any
+) -> SyncResult:
+    config = {**tap_config(emu), "page_size": 50, **settings}
+    return sync(config, state=state, catalog=catalog_selecting(config, {"past_grants": None}))
+
+
+@pytest.mark.parametrize("shapes", ["newest", "older"])
+def test_a_first_sync_reads_every_ended_period_app_by_app(
+    make_emulator: t.Callable[..., Emulator], shapes: str
+) -> None:
+    """Releases before August 2026 send no ``history.id``: the same periods, ids null."""
+    emu = make_emulator(Dataset(**SMALL_DATASET), shapes=shapes)
+    ds = emu.dataset
+    result = past_grants_sync(emu)
+    assert periods(result) == truth(ds, with_ids=shapes == "newest")
+    # One search series per app of the catalog: a request per 50 periods, one for none.
+    ended = Counter(p.app_id for p in ds.past_grants())
+    catalog = [ds.catalog.apps[position].id for position in ds.current_apps()]
+    pages = sum(max(1, -(-ended[app_id] // 50)) for app_id in catalog)
+    assert emu.stats["api_requests_by_path"][PAST] == pages
+    assert FEED not in emu.stats["api_requests_by_path"]  # a first sync needs no feed
+
+
+def test_concurrency_changes_nothing_but_time(emulator: Emulator) -> None:
+    assert periods(past_grants_sync(emulator, max_concurrency=1)) == periods(
+        past_grants_sync(emulator, max_concurrency=4)
+    )
+
+
+def test_a_later_sync_reads_only_the_periods_the_feed_ended_since_its_bookmark(
+    make_emulator: t.Callable[..., Emulator],
+) -> None:
+    emu = make_emulator(Dataset(**{**SMALL_DATASET, "events": 3000}))
+    ds = emu.dataset
+    first = past_grants_sync(emu)
+    bookmark = to_ns(first.state["bookmarks"]["past_grants"]["replication_key_value"])
+    first_requests = emu.stats["api_requests_by_path"][PAST]
+    before = set(periods(first))
+
+    emu.add_events(count=400)
+    emu.reset_stats()
+    second = past_grants_sync(emu, state=first.state)
+    ended_since = {p for p in truth(ds) if p[4] >= bookmark}
+    assert set(truth(ds)) - before, "the new events ended grants"
+    assert set(periods(second)) == ended_since
+    assert before | set(periods(second)) == set(truth(ds))  # nothing lost across the runs
+    # Requests: the feed from the bookmark, then one search per app entitlement the feed
+    # removed a grant from since (the bookmark's instant again included; these tenants'
+    # accounts fit one search), not the whole history again.
+    entitlements = removed_since(ds, bookmark)
+    assert emu.stats["api_requests_by_path"][PAST] == len(entitlements) < first_requests
+    assert emu.stats["api_requests_by_path"][FEED] >= 1
+
+
+def test_a_later_sync_with_nothing_removed_searches_the_bookmarks_instant_only(
+    emulator: Emulator,
+) -> None:
+    """The feed's ``after`` is inclusive: what ended at the bookmark's instant is asked for
+    again (as the feed's events there are read again), and nothing else."""
+    first = past_grants_sync(emulator)
+    emulator.reset_stats()
+    second = past_grants_sync(emulator, state=first.state)
+    latest = max(p[4] for p in truth(emulator.dataset))
+    at_latest = [p for p in truth(emulator.dataset) if p[4] == latest]
+    assert periods(second) == at_latest
+    searched = emulator.stats["api_requests_by_path"][PAST]
+    entitlements = removed_since(emulator.dataset, latest)
+    assert searched == len(entitlements) < len(emulator.dataset.current_apps())
+    assert {p[:2] for p in at_latest} <= entitlements
+
+
+def test_unreadable_periods_are_skipped_with_one_warning_per_kind(
+    emulator: Emulator, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A period without a start, one whose end is not a date, one without its account: each
+    kind is said once, without its values; every other period is delivered."""
+    view = served.history_view
+    spoiled: dict[str, str] = {}
+
+    def spoil(past: served.PastGrant) -> dict[str, t.Any]:
+        answer = view(past)
+        kind = int(past.id.encode().hex(), 16) % 7
+        if kind == 0:
+            answer["history"].pop("grantedAt")
+        elif kind == 1:
+            answer["history"]["revokedAt"] = format_ns(past.revoked_at)[:10] + " noon"
+        elif kind == 2:
+            answer["history"]["appUserId"] = ""
+        else:
+            return answer
+        spoiled[past.id] = answer["history"].get("appUserId") or ""
+        return answer
+
+    monkeypatch.setattr(served, "history_view", spoil)
+    with caplog.at_level(logging.WARNING):
+        result = past_grants_sync(emulator, max_concurrency=1)
+    assert periods(result) == [p for p in truth(emulator.dataset) if p[5] not in spoiled]
+    warnings = [r.getMessage() for r in caplog.records if "Skipping a past grant" in r.getMessage()]
+    assert len(warnings) == 3, warnings
+    assert not [w for w in warnings for user in spoiled.values() if user and user in w]
