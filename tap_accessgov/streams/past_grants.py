@@ -23,18 +23,17 @@ service) is read by the next full read: ``--full-refresh``, or a state without t
 
 from __future__ import annotations
 
-import datetime
 import typing as t
-from functools import cached_property
 
 from typing_extensions import override
 
 from tap_accessgov import schemas
 from tap_accessgov.paging import BodyPaging, page_body
 from tap_accessgov.streams.apps import AppsStream
-from tap_accessgov.streams.base import AccessGovStream, ApiConnection
+from tap_accessgov.streams.base import ApiConnection
 from tap_accessgov.streams.grant_feed import GrantFeedStream
 from tap_accessgov.streams.partitions import PartitionPrefetcher
+from tap_accessgov.streams.windowed import RunCappedStream
 from tap_accessgov.timestamps import normalize_timestamp
 
 if t.TYPE_CHECKING:
@@ -49,7 +48,7 @@ ACCOUNTS_PER_SEARCH = 100
 KEYS = ("appId", "appEntitlementId", "appUserId")
 
 
-class PastGrantsStream(BodyPaging, AccessGovStream):
+class PastGrantsStream(BodyPaging, RunCappedStream):
     """Ended grant periods: every app's on a first sync, then those the feed says ended since
     the bookmark (module docstring)."""
 
@@ -72,15 +71,6 @@ class PastGrantsStream(BodyPaging, AccessGovStream):
         # An incremental sync's accounts removed per app entitlement, sorted: what its
         # searches ask for (``search_filters``), set before they are sent.
         self._removed: dict[tuple[str, str], list[str]] = {}
-
-    @cached_property
-    def run_start(self) -> str:
-        """The bookmark's cap: when this run started, in the bookmark's format."""
-        return normalize_timestamp(datetime.datetime.now(datetime.UTC).isoformat())
-
-    @override
-    def get_replication_key_signpost(self, context: Context | None = None) -> str:
-        return self.run_start
 
     @override
     def records(self, context: Context | None) -> t.Iterable[Record]:
@@ -155,7 +145,7 @@ class PastGrantsStream(BodyPaging, AccessGovStream):
         """The ``history`` of each view; one that cannot be keyed (an id or a date missing or
         unreadable) is skipped, with one warning per kind and run (never its values)."""
         for view in page_body(response).get("list") or []:
-            history = (view or {}).get("history") if isinstance(view, dict) else None
+            history = view.get("history") if isinstance(view, dict) else None
             if not isinstance(history, dict):
                 self._skip("a past grant without its history object")
                 continue

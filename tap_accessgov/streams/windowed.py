@@ -1,6 +1,7 @@
 """The streams read in time windows that an interrupted run resumes (the grant feed, the
-tasks): the bookmark capped at the run's start, and the run's record of completed windows
-kept in its STATE as they complete (grant_feed_windows.py: the cut, the reader, ``Backfill``).
+tasks): the bookmark capped at the run's start (``RunCappedStream``, past_grants' too), and
+the run's record of completed windows kept in its STATE as they complete
+(grant_feed_windows.py: the cut, the reader, ``Backfill``).
 """
 
 from __future__ import annotations
@@ -25,8 +26,10 @@ if t.TYPE_CHECKING:
 Record = dict[str, t.Any]
 
 
-class WindowedStream(AccessGovStream):
-    """A stream whose runs read time windows and resume from their last STATE."""
+class RunCappedStream(AccessGovStream):
+    """An unsorted incremental stream whose bookmark never passes the instant its run
+    started: what changes while a run reads is read by the next run (the windowed streams,
+    and ``past_grants``)."""
 
     @cached_property
     def run_start(self) -> str:
@@ -38,6 +41,10 @@ class WindowedStream(AccessGovStream):
     @override
     def get_replication_key_signpost(self, context: Context | None = None) -> str:
         return self.run_start
+
+
+class WindowedStream(RunCappedStream):
+    """A stream whose runs read time windows and resume from their last STATE."""
 
     def resumable_run(self, filters: str) -> ResumableRun:
         """This run's record of completed windows: the interrupted run's, when the stream's
