@@ -39,6 +39,14 @@ from emulator.timefmt import NS, format_ns, precise
 DAY = 86_400 * NS
 
 
+def drawn_before(draw: int, before: int) -> int:
+    """An instant 1 to 901 days before ``before`` (ns), drawn from ``draw``, in one of the
+    four timestamp precisions: the start the service kept of a grant made before the feed
+    (here, and the start of an ended period in past_grants.py)."""
+    back = DAY + draw % (900 * DAY // NS) * NS
+    return precise(before - back, (0, 3, 6, 9)[draw % 4])
+
+
 class CurrentGrant(NamedTuple):
     """Ground truth of one grant held now. ``feed_knows``: the feed's history holds it (its
     start is then the feed's ADDED); otherwise it is older than the feed."""
@@ -103,8 +111,7 @@ class CurrentGrants:
         draw = self.seed.mix(23, (a * 4096 + k) * 1_000_003 + n)
         feed_knows = start is not None
         if start is None:
-            back = DAY + draw % (900 * DAY // NS) * NS
-            start = precise(self.feed.first_date - back, (0, 3, 6, 9)[draw % 4])
+            start = drawn_before(draw, self.feed.first_date)
             ticket = self.seed.id("ticket-before-feed", a, k, n) if draw % 5 < 2 else None
         end = None
         if draw % 100 < 10:

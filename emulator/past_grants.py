@@ -24,12 +24,11 @@ from typing import Any, NamedTuple
 
 from emulator import protojson
 from emulator.errors import bad_request
-from emulator.grants import CurrentGrants
+from emulator.grants import CurrentGrants, drawn_before
 from emulator.paging import PageTokens, clamp_page_size, digest_of
 from emulator.seed import Seed
-from emulator.timefmt import NS, format_ns, precise
+from emulator.timefmt import format_ns
 
-DAY = 86_400 * NS
 FIELDS = {
     "appIds": "appIds",
     "appEntitlementRefs": "appEntitlementRefs",
@@ -70,11 +69,6 @@ class PastGrants:
     def _id(self, app_id: str, entitlement_id: str, app_user_id: str, granted_at: int) -> str:
         return self.seed.id("grant-history", app_id, entitlement_id, app_user_id, granted_at)
 
-    def _start_before_feed(self, draw: int, before: int) -> int:
-        """A start the service kept from before the feed: 1 to 900 days before ``before``."""
-        back = DAY + draw % 900 * DAY
-        return precise(before - back, (0, 3, 6, 9)[draw % 4])
-
     def _older(self) -> list[PastGrant]:
         """The periods that began and ended before the feed, drawn over the catalog's grants
         (so some are earlier periods of grants the feed names)."""
@@ -85,8 +79,8 @@ class PastGrants:
             a = draw % len(apps)
             k = (draw >> 8) % len(apps[a].entitlement_ids)
             n = (draw >> 20) % max(1, self.accounts.count(a))
-            revoked = self._start_before_feed(draw >> 5, self.feed.first_date)
-            granted = self._start_before_feed(draw >> 13, revoked)
+            revoked = drawn_before(draw >> 5, self.feed.first_date)
+            granted = drawn_before(draw >> 13, revoked)
             app_user = self.accounts.app_user_id(a, n)
             entitlement = apps[a].entitlement_ids[k]
             ident = self._id(apps[a].id, entitlement, app_user, granted)
@@ -113,7 +107,7 @@ class PastGrants:
                 granted = interval.granted_at
                 if granted is None:  # held since before the feed: the service knows when
                     draw = self.seed.mix(32, zlib.crc32("|".join(grant).encode()))
-                    granted = self._start_before_feed(draw, self.feed.first_date)
+                    granted = drawn_before(draw, self.feed.first_date)
                     later[grant] = min(granted, later.get(grant, granted))
                 found.append(
                     PastGrant(self._id(*grant, granted), *grant, granted, interval.revoked_at, True)
