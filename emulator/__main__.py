@@ -126,6 +126,27 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="grant periods that began and ended before the feed, which search/past-grants "
         "lists (default: one for every sixteen events)",
     )
+    p.add_argument(
+        "--log-background",
+        type=int,
+        default=None,
+        help="sign-ins and integrations' reads in the system log beside what the other "
+        "endpoints did (default: one for every four events)",
+    )
+    p.add_argument(
+        "--log-order",
+        choices=("asked", "ascending", "descending", "unsorted"),
+        default="asked",
+        help="the order the system log answers in: as the request's sortDirection asks (an "
+        "unset one: no time order), or one order whatever is asked (emulator/system_log.py)",
+    )
+    p.add_argument(
+        "--log-retention-days",
+        type=int,
+        default=0,
+        help="days of the system log served (0: every event); an earlier since is answered "
+        "from the retention's start",
+    )
     p.add_argument("--credential-seed", type=int, default=7)
     p.add_argument("--tenant", default="acme.accessgov.test")
     p.add_argument(
@@ -155,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         ended_before_feed=args.ended_before_feed,
         order=args.feed_order,
         ticket_ids=args.ticket_ids,
+        log_background=args.log_background,
     )
     credential = make_credential(seed=args.credential_seed, tenant=args.tenant)
     emulator = Emulator(
@@ -168,6 +190,8 @@ def main(argv: list[str] | None = None) -> int:
         max_in_flight=args.max_in_flight,
         throttle_retry_after=args.throttle_retry_after,
         shapes=args.shapes,
+        log_order=args.log_order,
+        log_retention_days=args.log_retention_days,
     )
     stop = threading.Event()
 

@@ -40,6 +40,8 @@ class Emulator(Settings):
         max_in_flight: int = 0,
         throttle_retry_after: int = 1,
         shapes: str = "newest",
+        log_order: str = "asked",
+        log_retention_days: int = 0,
     ) -> None:
         super().__init__(
             token_lifetime=token_lifetime,
@@ -49,6 +51,8 @@ class Emulator(Settings):
             max_in_flight=max_in_flight,
             throttle_retry_after=throttle_retry_after,
             shapes=shapes,
+            log_order=log_order,
+            log_retention_days=log_retention_days,
         )
         self.service = Service(
             dataset if dataset is not None else Dataset(),

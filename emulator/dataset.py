@@ -25,6 +25,8 @@ from emulator.grants import CurrentGrant, CurrentGrants
 from emulator.past_grants import PastGrant, PastGrants
 from emulator.reviews import AccessReviews
 from emulator.seed import Seed
+from emulator.system_log import DAY as DAY_NS
+from emulator.system_log import Kind, LogEvent, SystemLog, event_object
 from emulator.tasks import GRANTED, Tasks, omitted
 from emulator.timefmt import format_ns, to_ns
 from emulator.users import Users
@@ -61,6 +63,7 @@ class Dataset:
         order: str = "near",
         access_reviews: int = 3,
         ticket_ids: str = "id",
+        log_background: int | None = None,
     ) -> None:
         if apps < 1 or users < 1 or events < 0 or span_days < 1:
             raise ValueError("need apps >= 1, users >= 1, events >= 0, span_days >= 1")
@@ -125,6 +128,18 @@ class Dataset:
             key, count=access_reviews, users=self.users.ids, end_ns=self.end_ns
         )
         self.ticketing = Tasks(key, self.feed, self.users, self.reviews, grants=self.grants)
+        # The system log: what the concerns above did, and sign-ins and integrations' reads
+        # (by default one for every four events), over the feed's span.
+        self.log = SystemLog(
+            key,
+            self.users,
+            self.feed,
+            self.exclusions,
+            self.ticketing,
+            background=events // 4 if log_background is None else log_background,
+            start_ns=self.end_ns - span_days * DAY_NS,
+            end_ns=self.end_ns,
+        )
 
     # ----- catalog ----------------------------------------------------------------------------
 
@@ -206,6 +221,16 @@ class Dataset:
         """Ground truth: every grant period that ended, the feed's and those over before it
         began, by history id (what search/past-grants answers)."""
         return self.past.ended()
+
+    # ----- the system log ----------------------------------------------------------------------
+
+    def system_log(self) -> list[LogEvent]:
+        """Ground truth: every event of the system log, oldest first."""
+        return self.log.events()
+
+    def system_log_objects(self) -> list[dict[str, Any]]:
+        """Ground truth: the log's events as the newest release sends them, oldest first."""
+        return [event_object(event) for event in self.log.events()]
 
     # ----- automation exclusions --------------------------------------------------------------
 
@@ -357,7 +382,9 @@ class Dataset:
         """Decide up to ``count`` open tasks (all if None), oldest first, at ``at`` (default
         now), as approvers do between two runs; returns their ids."""
         when = to_ns(at if at is not None else datetime.now(UTC))
-        return self.ticketing.close(count, when)
+        closed = self.ticketing.close(count, when)
+        self.log.tasks_decided()
+        return closed
 
     # ----- removals between runs --------------------------------------------------------------
 
@@ -421,6 +448,15 @@ class Dataset:
                 self.catalog.set_entitlement_removed(app_id, entitlement_id, removed)
             else:
                 self.exclusions.set_removed(app_id, entitlement_id, user_id, removed)
+                self.log.record(  # an administrator's change, in the system log
+                    Kind.UNEXCLUDE if removed else Kind.EXCLUDE,
+                    self.log.admin(self.seed + len(user_id)),
+                    resources=(
+                        ("AppEntitlement", f"{app_id}/{entitlement_id}"),
+                        ("User", user_id),
+                    ),
+                    user_agent="Mozilla/5.0 (console)",
+                )
         elif app_id is not None and user_id is None:
             self.catalog.set_app_removed(app_id, removed)
         elif user_id is not None and app_id is None and entitlement_id is None:

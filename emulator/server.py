@@ -41,6 +41,8 @@ class Request:
     body: bytes
     content_type: str | None
     authorization: str | None
+    user_agent: str | None = None
+    client_ip: str = "127.0.0.1"
 
 
 class Backend(Protocol):
@@ -198,6 +200,8 @@ class _Handler(BaseHTTPRequestHandler):
             body,
             self.headers.get("Content-Type"),
             self.headers.get("Authorization"),
+            self.headers.get("User-Agent"),
+            self.client_address[0],
         )
         with backend.admit(path) as fault:
             if fault and self._inject(fault):

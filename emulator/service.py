@@ -34,6 +34,8 @@ from emulator.paging import PageTokens
 from emulator.past_grants import search_past_grants
 from emulator.reviews import list_access_reviews
 from emulator.server import Request
+from emulator.system_log import ORDERS as LOG_ORDERS
+from emulator.system_log import Actor, Kind, list_events
 from emulator.tasks import search_tasks
 
 FEED_PATH = "/api/v1/grants/feed"
@@ -47,6 +49,30 @@ APP_USERS = re.compile(r"/api/v1/apps/([^/]+)/app_users")
 ENTITLEMENT_USERS = re.compile(r"/api/v1/apps/([^/]+)/entitlements/([^/]+)/users")
 SEARCH_GRANTS_PATH = "/api/v1/search/grants"
 PAST_GRANTS_PATH = "/api/v1/search/past-grants"
+SYSTEM_LOG_PATH = "/api/v1/systemlog/events"
+# The operation the system log names for a read of each endpoint (the vendor's names).
+OPERATIONS = (
+    (FEED_PATH, "c1.api.app.v1.AppEntitlementUserBindingService/SearchGrantFeed"),
+    (APPS_PATH, "c1.api.app.v1.Apps/List"),
+    (APP_ENTITLEMENTS, "c1.api.app.v1.AppEntitlements/List"),
+    (EXCLUSIONS, "c1.api.app.v1.AppEntitlements/ListAutomationExclusions"),
+    (TASKS_PATH, "c1.api.task.v1.TaskSearchService/Search"),
+    (REVIEWS_PATH, "c1.api.accessreview.v1.AccessReviewService/List"),
+    (USERS_PATH, "c1.api.user.v1.UserService/List"),
+    (APP_USERS, "c1.api.app.v1.AppUserService/List"),
+    (ENTITLEMENT_USERS, "c1.api.app.v1.AppEntitlements/ListUsers"),
+    (SEARCH_GRANTS_PATH, "c1.api.app.v1.AppEntitlementSearchService/SearchGrants"),
+    (PAST_GRANTS_PATH, "c1.api.app.v1.AppEntitlementUserBindingService/SearchPastGrants"),
+    (SYSTEM_LOG_PATH, "c1.api.systemlog.v1.SystemLogService/ListEvents"),
+)
+
+
+def operation_of(path: str) -> str:
+    """The operation a request of ``path`` calls, as the system log names it."""
+    for route, operation in OPERATIONS:
+        if route == path if isinstance(route, str) else route.fullmatch(path):
+            return operation
+    return path
 
 
 class Settings:
@@ -63,6 +89,8 @@ class Settings:
         max_in_flight: int = 0,
         throttle_retry_after: int = 1,
         shapes: str = "newest",
+        log_order: str = "asked",
+        log_retention_days: int = 0,
     ) -> None:
         self.token_lifetime = token_lifetime
         self.latency = latency
@@ -79,6 +107,29 @@ class Settings:
         self.throttle_retry_after = throttle_retry_after
         # Which release's field shapes every endpoint answers in (emulator/shapes.py).
         self.shapes = shapes
+        # The system log's order and retention (emulator/system_log.py).
+        self.log_order = log_order
+        self.log_retention_days = log_retention_days
+
+    @property
+    def log_order(self) -> str:
+        return self._log_order
+
+    @log_order.setter
+    def log_order(self, order: str) -> None:
+        if order not in LOG_ORDERS:
+            raise ValueError(f"log_order must be one of {', '.join(LOG_ORDERS)}")
+        self._log_order = order
+
+    @property
+    def log_retention_days(self) -> int:
+        return self._log_retention_days
+
+    @log_retention_days.setter
+    def log_retention_days(self, days: int) -> None:
+        if isinstance(days, bool) or int(days) < 0:
+            raise ValueError("log_retention_days must be >= 0 (0: every event is kept)")
+        self._log_retention_days = int(days)
 
     @property
     def shapes(self) -> str:
@@ -150,6 +201,10 @@ class Settings:
             self.throttle_retry_after = int(changes["throttle_retry_after"])
         if "shapes" in changes:
             self.shapes = str(changes["shapes"])
+        if "log_order" in changes:
+            self.log_order = str(changes["log_order"])
+        if "log_retention_days" in changes:
+            self.log_retention_days = int(changes["log_retention_days"])
         return {
             "latency": self.latency,
             "token_lifetime": self.token_lifetime,
@@ -158,6 +213,8 @@ class Settings:
             "max_in_flight": self.max_in_flight,
             "throttle_retry_after": self.throttle_retry_after,
             "shapes": self.shapes,
+            "log_order": self.log_order,
+            "log_retention_days": self.log_retention_days,
         }
 
 
@@ -284,7 +341,26 @@ class Service:
         except ApiError:
             self.counters.count("unauthorized")
             raise
-        return self._route(request)
+        ok = False
+        try:
+            answer = self._route(request)
+            ok = True
+            return answer
+        finally:  # every authenticated call is an event of the system log
+            self.dataset.log.record(
+                Kind.READ,
+                self._client,
+                operation=operation_of(request.path),
+                ok=ok,
+                ip=request.client_ip,
+                user_agent=request.user_agent or "",
+            )
+
+    @property
+    def _client(self) -> Actor:
+        """The API client of the credential, as the system log names it."""
+        client_id = self.credential.client_id
+        return Actor(self.dataset.log.seed.id("api-client", client_id), "", client_id, "Service")
 
     def _token(self, request: Request) -> dict[str, Any]:
         try:
@@ -297,6 +373,9 @@ class Service:
         except ApiError:
             self.counters.count("token_failures")
             raise
+        self.dataset.log.record(  # the client signed in
+            Kind.SIGN_IN, self._client, ip=request.client_ip, user_agent=request.user_agent or ""
+        )
         return auth.token_response(self.tokens, self.settings.token_lifetime)
 
     def _route(self, request: Request) -> dict[str, Any]:
@@ -386,4 +465,16 @@ class Service:
                 raise method_not_allowed("POST")
             page = search_past_grants(self.dataset.past, self.page_tokens, request.body)
             return shapes.past_grants(page, self.settings.shapes)
+        if path == SYSTEM_LOG_PATH:
+            if method != "POST":
+                raise method_not_allowed("POST")
+            page = list_events(
+                self.dataset.log,
+                self.page_tokens,
+                request.body,
+                order=self.settings.log_order,
+                retention_days=self.settings.log_retention_days,
+                emit_unpopulated=self.settings.emit_unpopulated is True,
+            )
+            return shapes.system_log(page, self.settings.shapes)
         raise ApiError(404, NOT_FOUND, "not found")

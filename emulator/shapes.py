@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from emulator.timefmt import parse_rfc3339
+from emulator.timefmt import format_ns, parse_rfc3339
 
 SHAPES = ("newest", "older", "changed")
 ANNOTATION_TYPE = "type.googleapis.com/c1.api.app.v1.Annotation"
@@ -153,4 +153,16 @@ def past_grants(page: Page, shapes: str) -> Page:
     if shapes == "older":
         for view in _items(page):
             (view.get("history") or {}).pop("id", None)
+    return page
+
+
+def system_log(page: Page, shapes: str) -> Page:
+    """A page of system log events in ``shapes``: an ``older`` release sends sign-ins
+    without ``time`` (some event types lacked it until August 2026); ``changed`` sends
+    ``time`` as RFC 3339 text instead of epoch milliseconds."""
+    for event in _items(page):
+        if shapes == "older" and event.get("class_uid") == 3002:
+            event.pop("time", None)
+        elif shapes == "changed" and isinstance(event.get("time"), int):
+            event["time"] = format_ns(event["time"] * 1_000_000)
     return page

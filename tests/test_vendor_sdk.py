@@ -7,6 +7,7 @@ and carry the values the emulator meant."""
 
 from __future__ import annotations
 
+import datetime
 import typing as t
 
 import pytest
@@ -341,3 +342,38 @@ def test_past_grants_parse_with_the_values_meant(client) -> None:
                 )
     assert len(got) > 100
     assert sorted(got) == meant
+
+
+def test_the_system_log_parses_with_the_values_meant(client) -> None:
+    """ListEvents as the vendor's CLI calls it (oldest first, up to an instant): the events
+    the log held then, in that order, whole; and resumed after one of them
+    (``since_event_uid``)."""
+    sdk, emulator = client
+    until = datetime.datetime.now(datetime.UTC).replace(microsecond=0)
+    meant = [
+        event
+        for event in emulator.dataset.system_log_objects()
+        if event["time"] < until.timestamp() * 1000
+    ]
+
+    def read(**fields: t.Any) -> list[dict[str, t.Any]]:
+        pages = all_pages(
+            lambda token: (
+                sdk.system_log.list_events(
+                    request=shared.SystemLogServiceListEventsRequest(
+                        page_size=100,
+                        page_token=token,
+                        until=until,
+                        sort_direction=shared.SortDirection.SORT_DIRECTION_ASC,
+                        **fields,
+                    )
+                ).system_log_service_list_events_response
+            )
+        )
+        return [event for page in pages for event in page.list or []]
+
+    got = read()
+    assert len(got) == len(meant) > 1000
+    assert got == meant
+    middle = meant[len(meant) // 2]["metadata"]["uid"]
+    assert read(since_event_uid=middle) == meant[len(meant) // 2 + 1 :]

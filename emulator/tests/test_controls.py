@@ -72,7 +72,7 @@ def test_http_controls(fresh: Emulator) -> None:
     assert stats["api_requests_by_path"] == {FEED: 3}
     settings = requests.post(
         control + "settings",
-        json={"token_lifetime": 5, "latency": 0, "shapes": "older"},
+        json={"token_lifetime": 5, "latency": 0, "shapes": "older", "log_order": "descending"},
         timeout=10,
     )
     assert settings.json() == {
@@ -83,11 +83,16 @@ def test_http_controls(fresh: Emulator) -> None:
         "max_in_flight": 0,
         "throttle_retry_after": 1,
         "shapes": "older",
+        "log_order": "descending",
+        "log_retention_days": 0,
     }
     assert fresh.token_lifetime == 5
+    assert fresh.log_order == "descending"
     assert fresh.shapes == "older"
     bad = requests.post(control + "settings", json={"shapes": "oldest"}, timeout=10)
     assert bad.status_code == 400
+    for wrong in ({"log_order": "newest-first"}, {"log_retention_days": -1}):
+        assert requests.post(control + "settings", json=wrong, timeout=10).status_code == 400
     requests.post(control + "revoke-tokens", timeout=10)
     assert session.post(fresh.url + FEED, json={}, timeout=10).status_code == 401
     requests.post(control + "reset-stats", timeout=10)

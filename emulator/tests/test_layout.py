@@ -37,8 +37,8 @@ def imports_of(tree: ast.Module) -> set[str]:
 
 
 def test_each_concern_holds_its_data_without_the_whole_tenant() -> None:
-    """catalog, users, exclusions, lifecycles, the feed, accounts, the directory and the
-    grants held now each keep their data and their
+    """catalog, users, exclusions, lifecycles, the feed, accounts, the directory, the
+    grants held now, reviews, tasks and the system log each keep their data and their
     endpoint's answers; none reaches for the Dataset that composes them, nor for the service
     or the front above them (so each can be read, and tested, alone)."""
     graph = {name: imports_of(tree) for name, tree in _modules().items()}
@@ -64,6 +64,7 @@ def test_each_concern_holds_its_data_without_the_whole_tenant() -> None:
         "grants": "CurrentGrants",
         "reviews": "AccessReviews",
         "tasks": "Tasks",
+        "system_log": "SystemLog",
     }
     for module, holder in concerns.items():
         assert reached(module).isdisjoint(above), module
