@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import concurrent.futures
-import itertools
 import re
 import typing as t
-from operator import itemgetter
 
 from singer_sdk.exceptions import FatalAPIError
 from singer_sdk.helpers.conform import TypeConformanceLevel
@@ -14,21 +11,14 @@ from typing_extensions import override
 
 from tap_accessgov import schemas
 from tap_accessgov.paging import BodyPaging, page_body
-from tap_accessgov.streams.grant_feed_windows import (
-    Window,
-    WindowReader,
-    filters_digest,
-    initial_windows,
-    pieces,
-)
+from tap_accessgov.streams.grant_feed_windows import filters_digest, key
 from tap_accessgov.streams.windowed import WindowedStream
-from tap_accessgov.timestamps import from_ns, normalize_timestamp, to_ns
+from tap_accessgov.timestamps import normalize_timestamp, to_ns
 
 if t.TYPE_CHECKING:
     import requests
     from singer_sdk.helpers.types import Context
 
-    from tap_accessgov.streams.workers import Workers
 
 UNSPECIFIED_EVENT = "GRANT_EVENT_TYPE_UNSPECIFIED"
 # Which record field each `$.expanded[N]` path of a feed entry fills.
@@ -39,16 +29,6 @@ EXPANDED_FIELDS = {
     "ticketPath": "ticket",
 }
 _EXPANDED_PATH = re.compile(r"^\$\.expanded\[(\d+)\]$")
-_DAY = 86_400 * 1_000_000_000  # ns
-# How far back from the sync's start the probes for the earliest event look (days), at once.
-PROBE_DAYS = (1, 4, 16, 64, 256, 1024, 4096, 16384)
-
-
-def _window_context(window: Window) -> dict[str, t.Any]:
-    """The request context of one window: its bounds as sent (no personal data: the SDK
-    writes contexts into its METRIC lines)."""
-    after, before = window.bounds()
-    return {"after": after, "before": before}
 
 
 class GrantFeedStream(BodyPaging, WindowedStream):
@@ -81,109 +61,20 @@ class GrantFeedStream(BodyPaging, WindowedStream):
         return self._windowed_records()
 
     def _windowed_records(self) -> t.Iterator[dict[str, t.Any]]:
-        """Every event of the run's range, window by window, with a STATE as each completes."""
-        config = self.config
-        workers = int(config["max_concurrency"])
+        """Every event of the run's range, window by window, with a STATE as each completes;
+        the last window open (``end_date`` aside): the bookmark is the latest date read."""
         lower = self.get_starting_replication_key_value(None)
-        lower_ns = to_ns(lower) if lower else None
-        upper_ns = to_ns(end) if (end := config.get("end_date")) else None
-        high = upper_ns if upper_ns is not None else to_ns(self.run_start)
-        pool = self.start_workers(workers, "grant-feed")
-        try:
+        end = self.config.get("end_date")
+        run = self.resumable_run(filters_digest(self.config))
+        yield from self.read_windows(
+            run,
+            to_ns(lower) if lower else None,
+            to_ns(end) if end else None,
             # After a bookmark the events go on from there: probes only for a first sync.
-            bookmarked = self.stream_state.get("replication_key_value") is not None
-            low, sample = (
-                (lower_ns, None)
-                if bookmarked and lower_ns is not None
-                else self._where_events_are(lower_ns, upper_ns, high, pool, workers)
-            )
-        except BaseException:
-            pool.close()
-            raise
-        high = max(high, low + 1)
-        run = self.resumable_run(filters_digest(config))
-        windows = run.remaining(initial_windows(lower_ns, upper_ns, low, high, workers, sample))
-        reader = WindowReader(
-            read=lambda window: self.request_records(_window_context(window)),
-            split=lambda window, delivered, typical: pieces(window, delivered, typical, low, high),
-            page_size=self.page_size,
-            workers=pool,
-            count=workers,
+            bookmarked=self.stream_state.get("replication_key_value") is not None,
+            key_of=key,  # a grant event's, its ``date`` (normalized by parse_response) last
         )
-        # An event changed at its ``date`` (parse_response normalized it).
-        yield from run.delivered(reader.records(windows, run.complete), itemgetter("date"))
         run.finish()
-
-    def _where_events_are(
-        self, after: int | None, upper: int | None, before: int, workers: Workers, slots: int
-    ) -> tuple[int, list[int] | None]:
-        """Where the events of the run's range begin (``after`` None: no bookmark and no
-        start_date), so the windows are cut where the data is, not over years before it, and
-        a sample of their dates. One round of requests at once:
-
-        - probes (pages of 10): is there an event in ``[after, instant)`` for each instant
-          ``PROBE_DAYS`` back from ``before`` (as many as there are requests in flight but
-          one)? The first instant with none before it is where the windows are cut from (the
-          earliest event lies within a quarter of the distance from there to ``before``).
-          The windows still tile the whole range (the oldest one reaches down to ``after``,
-          or has no ``after`` at all), so an event the service adds meanwhile is not lost;
-        - the first page of the whole range ``[after, upper)`` (a full page, not delivered):
-          served in no date order, a sample of the range's dates, which ``initial_windows``
-          cuts at; in date order, one end of the range, which it ignores.
-
-        Returns where to cut from, and the sample's dates (None unless the page was full)."""
-        lowest = 0 if after is None else after
-        instants = [before - days * _DAY for days in PROBE_DAYS if before - days * _DAY > lowest]
-        instants = instants[: max(slots - 1, 1)]
-        sample_context = {
-            "after": None if after is None else from_ns(after),
-            "before": None if upper is None else from_ns(upper),
-        }
-        sampling = workers.submit(self._first_page, sample_context)
-        probes = [workers.submit(self._any_event_between, after, instant) for instant in instants]
-        # The first failure ends the round (the caller closes the workers: waits end at once).
-        round_: list[concurrent.futures.Future[t.Any]] = [sampling, *probes]
-        concurrent.futures.wait(round_, return_when=concurrent.futures.FIRST_EXCEPTION)
-        for future in round_:
-            if future.done() and (failure := future.exception()) is not None:
-                raise failure
-        found = [probe.result() for probe in probes]
-        page = sampling.result()
-        low = next(
-            (
-                instant
-                for instant, any_before in zip(instants, found, strict=True)
-                if not any_before
-            ),
-            lowest,
-        )
-        self.logger.info(
-            "The earliest grant event after %s is on or after %s (%d requests); the windows "
-            "are cut from there",
-            "the start" if after is None else from_ns(after),
-            from_ns(low),
-            len(instants) + 1,
-        )
-        full = len(page) >= self.page_size
-        return low, [to_ns(record["date"]) for record in page] if full else None
-
-    def _first_page(self, context: dict[str, t.Any]) -> list[dict[str, t.Any]]:
-        """The records of the first page of a query (at most ``page_size``)."""
-        records = iter(self.request_records(context))
-        try:
-            return list(itertools.islice(records, self.page_size))
-        finally:
-            if isinstance(records, t.Generator):
-                records.close()
-
-    def _any_event_between(self, after: int | None, before: int) -> bool:
-        context = {"after": None if after is None else from_ns(after), "before": from_ns(before)}
-        records = iter(self.request_records({**context, "probe": True}))
-        try:
-            return next(records, None) is not None
-        finally:
-            if isinstance(records, t.Generator):
-                records.close()
 
     @override
     def search_filters(self, context: Context | None) -> dict[str, t.Any]:

@@ -147,10 +147,12 @@ def pieces(
     typical: float | None,
     low: int,
     high: int,
+    key_of: Callable[[Record], Key] | None = None,
 ) -> list[Window]:
     """How to read the rest of ``window`` after its full pages ``delivered`` (in the order the
     service sent them): ``[]`` to go on paging, else the windows to read instead (each
-    skipping the events of ``delivered`` that it holds).
+    skipping the events of ``delivered`` that it holds). ``key_of``: a record's key, its
+    date last (None: not known; such a record is in no sample), by default a grant event's.
 
     The pages say which order the service uses (``date_order``):
 
@@ -171,12 +173,13 @@ def pieces(
       sample's quantiles into ``SAMPLE_PIECES`` pieces of about equal counts; a piece of
       such a cut is not cut again.
     """
+    key_of = key_of or key
     start = window.start if window.start is not None else low
     end = window.end if window.end is not None else max(high, start + 1)
     pages = len(delivered)
     if pages < 2:
         return []  # one full page may be all there is (a nightly run's 120 events)
-    dates = [to_ns(record["date"]) for page in delivered for record in page]
+    dates = [to_ns(d) for page in delivered for record in page if (d := key_of(record)[-1])]
     if abs(order := date_order(dates)) >= BY_DATE:
         # The unread side ahead of the reading holds the rest; the side behind it holds at
         # most the stragglers of a nearly sorted feed (none when sorted) and joins the part
@@ -185,7 +188,7 @@ def pieces(
         # fewer events than the pages read: read again, it ends on a part page of its own,
         # not on an empty page after its last full one.
         read_edge = max(dates) if order > 0 else min(dates) + 1
-        last = [to_ns(record["date"]) for record in delivered[-1]]
+        last = [to_ns(d) for record in delivered[-1] if (d := key_of(record)[-1])] or dates
         per_page = max(max(last) - min(last), 1)  # ns: the density where the reading is now
         ahead = end - read_edge if order > 0 else read_edge - start
         if ahead // per_page <= 2 * TARGET_PAGES:
@@ -213,14 +216,15 @@ def pieces(
         bounds = zip([window.start, *edges], [*edges, window.end], strict=True)
         children = [Window(a, b) for a, b in bounds]
         sampled = window.sampled + 1
-    skip = collections.Counter(key(record) for page in delivered for record in page)
+    skip = collections.Counter(key_of(record) for page in delivered for record in page)
     skip += window.skip or collections.Counter()
     return [
         dataclasses.replace(
             child,
             sampled=sampled,
+            # A record of no known date may be in any piece: each skips it once.
             skip=collections.Counter(
-                {k: n for k, n in skip.items() if child.contains(to_ns(k[-1]))}
+                {k: n for k, n in skip.items() if k[-1] is None or child.contains(to_ns(k[-1]))}
             ),
         )
         for child in children
@@ -340,7 +344,8 @@ class WindowReader:
 
     ``read(window, stopped)`` pages through one window in a worker (the stream's request
     loop); ``on_complete(window)`` runs in the main thread once every record of the window
-    has been handed on (the SDK has written them when it asks for the next one).
+    has been handed on (the SDK has written them when it asks for the next one). ``key_of``:
+    a record's key, which a piece skips (``pieces``), by default a grant event's.
     """
 
     def __init__(
@@ -350,8 +355,10 @@ class WindowReader:
         page_size: int,
         workers: Workers,
         count: int,
+        key_of: Callable[[Record], Key] | None = None,
     ) -> None:
         self._read = read
+        self._key_of = key_of or key
         self._split = split
         self._page_size = page_size
         self._workers = workers
@@ -409,7 +416,7 @@ class WindowReader:
         for record in records:
             if stopped():
                 return
-            if skip and skip[k := key(record)]:
+            if skip and skip[k := self._key_of(record)]:
                 skip[k] -= 1
                 continue
             page.append(record)

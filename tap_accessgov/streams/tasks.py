@@ -30,19 +30,17 @@ down is read next time). The warehouse keeps each task's latest version (the mod
 from __future__ import annotations
 
 import typing as t
-from functools import cached_property
 
 from typing_extensions import override
 
 from tap_accessgov import schemas
 from tap_accessgov.paging import BodyPaging, viewed_objects
 from tap_accessgov.streams.grant_feed_windows import (
-    BACKFILL,
     Window,
     WindowReader,
     initial_windows,
 )
-from tap_accessgov.streams.windowed import WindowedStream
+from tap_accessgov.streams.windowed import SINCE, WindowedStream
 from tap_accessgov.timestamps import normalize_timestamp, to_ns
 
 if t.TYPE_CHECKING:
@@ -53,7 +51,6 @@ Record = dict[str, t.Any]
 
 # The completed windows of a run are valid only for the same query (see Backfill.filters).
 WINDOWS_OF = "tasks created"
-SINCE = "since"  # the interrupted run's start, in the backfill state
 OUTCOMES_READ = "outcomesRead"  # whether its outcome query completed
 
 
@@ -67,15 +64,6 @@ class TasksStream(BodyPaging, WindowedStream):
     is_sorted = False
     primary_keys = ("id",)
     schema = schemas.TASK
-
-    @cached_property
-    @override
-    def run_start(self) -> str:
-        """The cap of this run's bookmark: when it started, or when the run it resumes did."""
-        saved = self.stream_state.get(BACKFILL)
-        if isinstance(saved, dict) and saved.get(SINCE):
-            return normalize_timestamp(saved[SINCE])
-        return super().run_start
 
     @override
     def records(self, context: Context | None) -> t.Iterable[Record]:

@@ -1,20 +1,31 @@
 """The streams read in time windows that an interrupted run resumes (the grant feed, the
-tasks): the bookmark capped at the run's start (``RunCappedStream``, past_grants' too), and
-the run's record of completed windows kept in its STATE as they complete
-(grant_feed_windows.py: the cut, the reader, ``Backfill``).
+system log, the tasks): the bookmark capped at the run's start (``RunCappedStream``,
+past_grants' too), the run's record of completed windows kept in its STATE as they complete
+(grant_feed_windows.py: the cut, the reader, ``Backfill``), and the read itself of a range
+cut where its records are (``WindowedStream.read_windows``), written once for the grant feed
+and the system log.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import datetime
+import itertools
 import typing as t
 from functools import cached_property
 
 from typing_extensions import override
 
 from tap_accessgov.streams.base import AccessGovStream
-from tap_accessgov.streams.grant_feed_windows import BACKFILL, Backfill
-from tap_accessgov.timestamps import normalize_timestamp
+from tap_accessgov.streams.grant_feed_windows import (
+    BACKFILL,
+    Backfill,
+    Key,
+    WindowReader,
+    initial_windows,
+    pieces,
+)
+from tap_accessgov.timestamps import from_ns, normalize_timestamp, to_ns
 
 if t.TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
@@ -22,6 +33,7 @@ if t.TYPE_CHECKING:
     from singer_sdk.helpers.types import Context
 
     from tap_accessgov.streams.grant_feed_windows import Window
+    from tap_accessgov.streams.workers import Workers
 
 Record = dict[str, t.Any]
 
@@ -43,13 +55,158 @@ class RunCappedStream(AccessGovStream):
         return self.run_start
 
 
+_DAY = 86_400 * 1_000_000_000  # ns
+# How far back from the sync's start the probes for the earliest record look (days), at once.
+PROBE_DAYS = (1, 4, 16, 64, 256, 1024, 4096, 16384)
+SINCE = "since"  # the interrupted run's start, in the backfill state (the cap it keeps)
+
+
+def window_context(window: Window) -> dict[str, t.Any]:
+    """The request context of one window: its bounds as sent (no personal data: the SDK
+    writes contexts into its METRIC lines). Each stream's ``search_filters`` says them in
+    its own request's words."""
+    after, before = window.bounds()
+    return {"after": after, "before": before}
+
+
 class WindowedStream(RunCappedStream):
-    """A stream whose runs read time windows and resume from their last STATE."""
+    """A stream whose runs read time windows and resume from their last STATE.
+
+    Its requests take a context of ``after`` (inclusive) and ``before`` (exclusive) bounds,
+    None where unbounded, and ``probe`` for a small page (``search_filters``)."""
+
+    @cached_property
+    @override
+    def run_start(self) -> str:
+        """The cap of this run's bookmark: when it started, or when the run it resumes did
+        (the interrupted run's windows were cut up to it)."""
+        saved = self.stream_state.get(BACKFILL)
+        if isinstance(saved, dict) and saved.get(SINCE):
+            return normalize_timestamp(saved[SINCE])
+        return super().run_start
 
     def resumable_run(self, filters: str) -> ResumableRun:
         """This run's record of completed windows: the interrupted run's, when the stream's
         state holds one for the same ``filters``, else an empty one."""
         return ResumableRun(self, filters)
+
+    def read_windows(
+        self,
+        run: ResumableRun,
+        lower: int | None,
+        upper: int | None,
+        *,
+        bookmarked: bool,
+        key_of: Callable[[Record], Key],
+    ) -> Iterator[Record]:
+        """Every record of ``[lower, upper)`` (ns; None: unbounded), ``max_concurrency``
+        windows at once, each completed window saved in ``run``; ``key_of``: a record's key,
+        its date (normalized, or None) last. The range is cut where its records are (probes,
+        unless ``bookmarked``: after a bookmark they go on from there) and a window found
+        large is split (grant_feed_windows.py)."""
+        workers = int(self.config["max_concurrency"])
+        high = upper if upper is not None else to_ns(self.run_start)
+        pool = self.start_workers(workers, self.name.replace("_", "-"))
+        try:
+            low, sample = (
+                (lower, None)
+                if bookmarked and lower is not None
+                else self._where_records_are(lower, upper, high, pool, workers, key_of)
+            )
+        except BaseException:
+            pool.close()
+            raise
+        high = max(high, low + 1)
+        windows = run.remaining(initial_windows(lower, upper, low, high, workers, sample))
+        reader = WindowReader(
+            read=lambda window: self.request_records(window_context(window)),
+            split=lambda window, delivered, typical: pieces(
+                window, delivered, typical, low, high, key_of
+            ),
+            page_size=self.page_size,
+            workers=pool,
+            count=workers,
+            key_of=key_of,
+        )
+        yield from run.delivered(reader.records(windows, run.complete), lambda r: key_of(r)[-1])
+
+    def _where_records_are(
+        self,
+        after: int | None,
+        upper: int | None,
+        before: int,
+        workers: Workers,
+        slots: int,
+        key_of: Callable[[Record], Key],
+    ) -> tuple[int, list[int] | None]:
+        """Where the records of the run's range begin (``after`` None: no bookmark and no
+        start_date), so the windows are cut where the data is, not over years before it, and
+        a sample of their dates. One round of requests at once:
+
+        - probes (pages of 10): is there a record in ``[after, instant)`` for each instant
+          ``PROBE_DAYS`` back from ``before`` (as many as there are requests in flight but
+          one)? The first instant with none before it is where the windows are cut from (the
+          earliest record lies within a quarter of the distance from there to ``before``).
+          The windows still tile the whole range (the oldest one reaches down to ``after``,
+          or has no ``after`` at all), so a record the service adds meanwhile is not lost;
+        - the first page of the whole range ``[after, upper)`` (a full page, not delivered):
+          served in no date order, a sample of the range's dates, which ``initial_windows``
+          cuts at; in date order, one end of the range, which it ignores.
+
+        Returns where to cut from, and the sample's dates (None unless the page was full)."""
+        lowest = 0 if after is None else after
+        instants = [before - days * _DAY for days in PROBE_DAYS if before - days * _DAY > lowest]
+        instants = instants[: max(slots - 1, 1)]
+        sample_context = {
+            "after": None if after is None else from_ns(after),
+            "before": None if upper is None else from_ns(upper),
+        }
+        sampling = workers.submit(self._first_page, sample_context)
+        probes = [workers.submit(self._any_record_between, after, instant) for instant in instants]
+        # The first failure ends the round (the caller closes the workers: waits end at once).
+        round_: list[concurrent.futures.Future[t.Any]] = [sampling, *probes]
+        concurrent.futures.wait(round_, return_when=concurrent.futures.FIRST_EXCEPTION)
+        for future in round_:
+            if future.done() and (failure := future.exception()) is not None:
+                raise failure
+        found = [probe.result() for probe in probes]
+        page = sampling.result()
+        low = next(
+            (
+                instant
+                for instant, any_before in zip(instants, found, strict=True)
+                if not any_before
+            ),
+            lowest,
+        )
+        self.logger.info(
+            "The earliest %s record after %s is on or after %s (%d requests); the windows "
+            "are cut from there",
+            self.name.replace("_", " "),
+            "the start" if after is None else from_ns(after),
+            from_ns(low),
+            len(instants) + 1,
+        )
+        dates = [to_ns(date) for record in page if (date := key_of(record)[-1])]
+        return low, dates if len(page) >= self.page_size else None
+
+    def _first_page(self, context: dict[str, t.Any]) -> list[Record]:
+        """The records of the first page of a query (at most ``page_size``)."""
+        records = iter(self.request_records(context))
+        try:
+            return list(itertools.islice(records, self.page_size))
+        finally:
+            if isinstance(records, t.Generator):
+                records.close()
+
+    def _any_record_between(self, after: int | None, before: int) -> bool:
+        context = {"after": None if after is None else from_ns(after), "before": from_ns(before)}
+        records = iter(self.request_records({**context, "probe": True}))
+        try:
+            return next(records, None) is not None
+        finally:
+            if isinstance(records, t.Generator):
+                records.close()
 
 
 class ResumableRun:
