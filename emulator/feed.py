@@ -32,6 +32,7 @@ import collections
 import itertools
 import random
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -177,6 +178,7 @@ class GrantFeed:
             raise ValueError(f"ticket_ids must be one of {', '.join(TICKET_IDS)}")
         self.numeric_tickets = ticket_ids == "mixed"
         self._added: list[Event] = []  # events added at run time, in server order
+        self._added_at: list[int] = []  # when each was added (ns, the wall clock)
         tail = range(max(0, events - 2 - (self.window + 2 * MARGIN) // self.step), events)
         self._max_date = max((self.event(i).date for i in tail), default=self.base)
         self._orders: collections.OrderedDict[tuple[int, int], Sequence[int]] = (
@@ -255,9 +257,11 @@ class GrantFeed:
         must find exactly them. Returns the new total.
         """
         with self._lock:
+            now = time.time_ns()
             for value in dates or ():
                 ns = to_ns(value)
                 self._added.append(self._continue_lifecycle(self.total, ns))
+                self._added_at.append(now)
                 self._max_date = max(self._max_date, ns)
             for _ in range(count):
                 rng = random.Random(f"{self.seed.value}:added:{self.total}")
@@ -266,8 +270,14 @@ class GrantFeed:
                 if date <= self._max_date:  # rounding to a coarse form went back: use ns
                     date = precise(self._max_date + step, 9)
                 self._added.append(self._continue_lifecycle(self.total, date))
+                self._added_at.append(now)
                 self._max_date = date
             return self.total
+
+    def added_at(self, i: int) -> int | None:
+        """When event ``i`` was added at run time (ns, the wall clock); None for an initial
+        one. The service logs a change when it makes it: the system log's instant for it."""
+        return self._added_at[i - self.size] if i >= self.size else None
 
     def _continue_lifecycle(self, i: int, date: int) -> Event:
         (a, k, u), event_type, draw = self.lifecycles.continue_lifecycle(i)

@@ -251,7 +251,10 @@ class SystemLog:
                 app_user = feed.users.app_user_id(e.app, e.user)
                 entitlement = app.entitlement_ids[e.entitlement]
                 kind = Kind.GRANT if e.event_type == lifecycle.ADDED else Kind.REVOKE
-                when = e.date - e.date % MS
+                # An event added at run time is logged when it was added, not at the date
+                # the feed gives it (after the feed's last, which may be an hour ago).
+                when = max(e.date, feed.added_at(i) or 0)
+                when -= when % MS
                 new.append(
                     self._event(
                         when,
@@ -273,8 +276,12 @@ class SystemLog:
 
     def _new_approvals(self) -> list[LogEvent]:
         """The approvals and denials of the tasks' policy histories not yet logged (read
-        from the tasks as built: ``Dataset.approvals`` copies every task first)."""
+        from the tasks as built: ``Dataset.approvals`` copies every task first). Those found
+        after the first look (tasks decided, or made for the feed's new events, since) are
+        logged when found, not at the instant the task gives, as the service logs a
+        decision when it is made."""
         new = []
+        floor = time.time_ns() if self._approvals_seen else 0
         for task in self.tasks.tasks():
             for step in (task.get("policy") or {}).get("history") or ():
                 for verdict, action in (step.get("approval") or {}).items():
@@ -285,9 +292,10 @@ class SystemLog:
                     if key in self._approvals_seen:
                         continue
                     self._approvals_seen.add(key)
+                    logged = max(when, floor)
                     new.append(
                         self._event(
-                            when - when % MS,
+                            logged - logged % MS,
                             Kind.APPROVE if verdict == "approved" else Kind.DENY,
                             self._actor_of_user(action["userId"]),
                             (("Task", task["id"]),),
@@ -324,7 +332,7 @@ class SystemLog:
             uid,
             kind,
             actor,
-            WHAT[kind][2] if operation is None else operation,
+            (WHAT[kind][2] if kind in WHAT else "") if operation is None else operation,
             resources,
             ok,
             ip,

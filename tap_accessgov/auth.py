@@ -34,6 +34,7 @@ from requests.adapters import HTTPAdapter
 from singer_sdk.authenticators import OAuthAuthenticator
 from typing_extensions import override
 
+from tap_accessgov import USER_AGENT
 from tap_accessgov.retries import service_message, token_retry
 
 CLIENT_ASSERTION = "client_assertion"
@@ -181,6 +182,7 @@ class AccessGovAuthenticator(OAuthAuthenticator):
         self.logger = logging.getLogger("tap-accessgov.auth")
         # Our own session for the token call: the SDK's retries only https and is private.
         self.token_session = requests.Session()
+        self.token_session.headers["User-Agent"] = USER_AGENT
         for scheme in ("https://", "http://"):
             self.token_session.mount(scheme, HTTPAdapter(max_retries=token_retry()))
 

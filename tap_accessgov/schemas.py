@@ -290,6 +290,36 @@ PAST_GRANT = th.PropertiesList(
 ).to_dict()
 
 
+# A system log event (OCSF, streams/system_log.py): the columns every OCSF event has, typed
+# at the top under their OCSF names (the event's own, snake_case), and the event whole.
+SYSTEM_LOG_EVENT = th.PropertiesList(
+    th.Property("uid", STRING, required=True, description="The event's id (metadata.uid)."),
+    th.Property(
+        "time",
+        th.DateTimeType,
+        description="When it happened (OCSF time: epoch milliseconds, or RFC 3339 text); null "
+        "where the event has none (some event types lacked it before August 2026).",
+    ),
+    th.Property("class_uid", th.IntegerType, description="OCSF class: 6003 API Activity..."),
+    th.Property("category_uid", th.IntegerType),
+    th.Property("activity_id", th.IntegerType, description="1 create, 2 read, 3 update, 4 delete."),
+    th.Property("type_uid", th.IntegerType, description="class_uid * 100 + activity_id."),
+    th.Property("severity_id", th.IntegerType),
+    th.Property("status_id", th.IntegerType, description="1 success, 2 failure."),
+    th.Property("actor_user_uid", STRING, description="Who did it (actor.user.uid)."),
+    th.Property("actor_user_email", STRING, description="actor.user.email_addr."),
+    th.Property("src_endpoint_ip", STRING, description="Where from (src_endpoint.ip)."),
+    th.Property("api_operation", STRING, description="The API call (api.operation)."),
+    th.Property(
+        "http_user_agent",
+        STRING,
+        description="The caller's user agent (http_request.user_agent): this tap's reads "
+        "say tap-accessgov/<version>.",
+    ),
+    th.Property("event", FREE_FORM, required=True, description="The OCSF event as sent."),
+).to_dict()
+
+
 # Tasks (tickets): the Task object as sent; its type a oneof whose unknown members pass
 # through, its policy's history the approval steps (streams/tasks.py).
 def _task_subject(*extra: th.Property[t.Any]) -> th.ObjectType:

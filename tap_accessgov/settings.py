@@ -115,13 +115,19 @@ CONFIG_SCHEMA = th.PropertiesList(
         "start_date",
         th.DateTimeType,
         title="Start date",
-        description="Grant feed lower bound ('after') for the first run, when there is no state.",
+        description=(
+            "Lower bound of the grant feed ('after') and of the system log ('since') for the "
+            "first run, when there is no state."
+        ),
     ),
     th.Property(
         "end_date",
         th.DateTimeType,
         title="End date",
-        description="Grant feed upper bound ('before', exclusive) on every run.",
+        description=(
+            "Upper bound of the grant feed ('before') and of the system log ('until'), "
+            "exclusive, on every run."
+        ),
     ),
     th.Property(
         "page_size",

@@ -7,6 +7,7 @@ shared with the demo and the benchmarks (re-exported here for the tests)."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime
 import io
 import json
@@ -374,6 +375,17 @@ def sync(
         tap.sync_all()
     out.flush()
     return parse_singer(out.buffer.getvalue().decode())  # type: ignore[attr-defined]
+
+
+def logged_before(result: SyncResult, instant: int) -> SyncResult:
+    """``result`` with only the system log's events before ``instant`` (ns): every call a
+    run makes is logged, so two runs of one tenant read the same log only up to where the
+    first one stopped (its bookmark), or up to the data's end for two tenants."""
+    events = result.records.get("system_log")
+    if events is None:
+        return result
+    kept = [r for r in events if r["time"] is not None and ns(r["time"]) < instant]
+    return dataclasses.replace(result, records={**result.records, "system_log": kept})
 
 
 def without_run(record: dict[str, t.Any]) -> dict[str, t.Any]:

@@ -17,6 +17,7 @@ from tap_accessgov.streams.full_table_snapshots import FullTableSnapshotsStream
 from tap_accessgov.streams.grant_feed import GrantFeedStream
 from tap_accessgov.streams.grants import GrantsStream
 from tap_accessgov.streams.past_grants import PastGrantsStream
+from tap_accessgov.streams.system_log import SystemLogStream
 from tap_accessgov.streams.tasks import TasksStream
 from tap_accessgov.streams.users import UsersStream
 
@@ -38,6 +39,7 @@ STREAM_TYPES: tuple[type[TapStream], ...] = (
     PastGrantsStream,
     TasksStream,
     AccessReviewsStream,
+    SystemLogStream,
 )
 
 

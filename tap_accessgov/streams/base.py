@@ -22,6 +22,7 @@ from singer_sdk.exceptions import FatalAPIError, RetriableAPIError
 from singer_sdk.streams import RESTStream, Stream
 from typing_extensions import override
 
+from tap_accessgov import USER_AGENT
 from tap_accessgov.conformance import RecordConformance
 from tap_accessgov.interrupt import InterruptibleAdapter, interruptible
 from tap_accessgov.output import OutputClosedError, OutputWriter
@@ -312,6 +313,13 @@ class AccessGovStream(TapStream, RESTStream[str | None]):
     @override
     def http_headers(self) -> dict[str, str]:
         return {"Accept": "application/json"}
+
+    @cached_property
+    @override
+    def user_agent(self) -> str:
+        """``tap-accessgov/<version>`` (the SDK's default names the SDK), so that the
+        service's system log tells this tap's reads apart."""
+        return str(self.config.get("user_agent") or USER_AGENT)
 
     @property
     def page_size(self) -> int:

@@ -1,0 +1,176 @@
+"""Requests and time of the ``system_log`` stream on a large log: a first sync against one
+sequential reader, a run killed at 70% and resumed, then a nightly run, against an emulator
+process answering each request after ``--latency`` seconds (default 100 ms), pages of 100.
+
+The log holds ``--background`` (default 500,000) sign-ins and integrations' reads, denser
+towards the end and with bursts at one instant, besides what the feed's ``--events`` did. Side
+by side in one run:
+
+1. the first sync: the tap's command line (``max_concurrency`` 8, its catalog selecting
+   ``system_log``) versus the plainest client, one sequential loop of ListEvents (oldest
+   first, one page after another, each event as a JSON line to /dev/null): the speed-up
+   (goal: at least 5x), the requests of each, and that both read the same events;
+2. the tap killed with SIGKILL after 70% of its records and resumed from its last STATE: the
+   events read twice (goal: no more than the windows in flight);
+3. the nightly run after a day of activity (``--nightly`` grant events, each logged, and the
+   calls of the runs before): its requests against the new events (goal: in proportion).
+
+    .venv/bin/python scripts/system_log_benchmark.py [--background 500000] [--latency 0.1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+import typing as t
+from pathlib import Path
+
+import bench_runs as bench
+from backfill_benchmark import _killed_then_resumed
+from support import EmulatorProcess
+
+LOG = "/api/v1/systemlog/events"
+RAW_READER = """
+import json, sys, requests
+config = json.load(open(sys.argv[1]))
+token = requests.post(config["api_url"] + "/auth/v1/token", data={
+    "grant_type": "client_credentials", "client_id": config["client_id"],
+    "client_secret": config["client_secret"]}, timeout=60).json()["access_token"]
+session = requests.Session()
+session.headers["Authorization"] = "Bearer " + token
+body = {"pageSize": 100, "sortDirection": "SORT_DIRECTION_ASC", "until": sys.argv[2]}
+read = 0
+with open("/dev/null", "w") as out:
+    while True:
+        page = session.post(config["api_url"] + "/api/v1/systemlog/events", json=body).json()
+        for event in page.get("list") or []:
+            out.write(json.dumps(event) + "\\n")
+            read += 1
+        if not page.get("nextPageToken"):
+            break
+        body["pageToken"] = page["nextPageToken"]
+print(read)
+"""
+
+
+class Run(t.NamedTuple):
+    requests: int
+    records: int
+    seconds: float
+    state: dict[str, t.Any]
+
+
+def requests_made(emulator: EmulatorProcess) -> int:
+    return int(emulator.control("stats")["api_requests_by_path"].get(LOG, 0))
+
+
+def tap_run(
+    emulator: EmulatorProcess,
+    config: Path,
+    catalog: Path,
+    workdir: Path,
+    state: dict[str, t.Any] | None = None,
+) -> Run:
+    command = bench.tap_command(config, catalog)
+    if state is not None:
+        path = workdir / "state.json"
+        path.write_text(json.dumps(state))
+        command += ["--state", str(path)]
+    emulator.control("reset-stats", {})
+    started = time.monotonic()
+    out = subprocess.run(command, capture_output=True, check=False)
+    seconds = time.monotonic() - started
+    if out.returncode != 0:
+        sys.exit(f"the tap failed:\n{out.stderr.decode()[-3000:]}")
+    messages = [json.loads(line) for line in out.stdout.splitlines() if line]
+    records = sum(1 for m in messages if m["type"] == "RECORD")
+    final = [m["value"] for m in messages if m["type"] == "STATE"][-1]
+    return Run(requests_made(emulator), records, seconds, final)
+
+
+def raw_run(emulator: EmulatorProcess, config: Path, until: str) -> Run:
+    emulator.control("reset-stats", {})
+    started = time.monotonic()
+    out = subprocess.run(
+        [sys.executable, "-c", RAW_READER, str(config), until], capture_output=True, check=True
+    )
+    seconds = time.monotonic() - started
+    return Run(requests_made(emulator), int(out.stdout), seconds, {})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--background", type=int, default=500_000)
+    parser.add_argument("--events", type=int, default=2_000)
+    parser.add_argument("--latency", type=float, default=0.1)
+    parser.add_argument("--workers", type=int, default=8)
+    parser.add_argument("--nightly", type=int, default=2_000, help="grant events in the day")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        options = ["--events", str(args.events), "--log-background", str(args.background)]
+        emulator = EmulatorProcess(
+            workdir, "log", *options, "--latency", str(args.latency), timeout=600
+        )
+        try:
+            config = bench.with_settings(
+                emulator, workdir, "tap", max_concurrency=args.workers, page_size=100
+            )
+            settings = json.loads(config.read_text())
+            settings.pop("start_date", None)  # the whole log: the tap finds where it begins
+            config.write_text(json.dumps(settings))
+            catalog = bench.catalog_for(config, "system_log", workdir)
+            # The emulator builds its log on the first read (a cost of the emulator): once,
+            # before anything is timed.
+            emulator.control("settings", {"latency": 0})
+            recent = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 60))
+            bookmark = {"replication_key": "time", "replication_key_value": recent}
+            tap_run(emulator, config, catalog, workdir, {"bookmarks": {"system_log": bookmark}})
+            emulator.control("settings", {"latency": args.latency})
+            first = tap_run(emulator, config, catalog, workdir)
+            until = first.state["bookmarks"]["system_log"]["replication_key_value"]
+            raw = raw_run(emulator, config, until)
+            if raw.records != first.records:
+                sys.exit(
+                    f"the tap read {first.records:,} events, the sequential reader {raw.records:,}"
+                )
+            delivered, resumed = _killed_then_resumed(
+                config, catalog, workdir, int(first.records * 0.7), None
+            )
+            read_twice = delivered + resumed - first.records
+            emulator.control("events", {"count": args.nightly})
+            nightly = tap_run(emulator, config, catalog, workdir, first.state)
+        finally:
+            emulator.stop()
+    print(
+        f"system_log stream, {args.latency * 1000:.0f} ms per request, pages of 100, "
+        f"{args.workers} in flight; log: {first.records:,} events"
+    )
+    print(f"{'run':<44}{'requests':>10}{'records':>10}{'seconds':>10}")
+    rows = (
+        ("first sync, the tap", first),
+        ("first sync, one sequential reader", raw),
+        (f"nightly ({args.nightly:,} grant events, runs' calls)", nightly),
+    )
+    for name, run in rows:
+        print(f"{name:<44}{run.requests:>10,}{run.records:>10,}{run.seconds:>10.1f}")
+    print(
+        f"first sync: the tap {raw.seconds / first.seconds:.1f}x as fast as one sequential reader"
+    )
+    print(
+        f"killed after 70% ({delivered:,} records) and resumed ({resumed:,}): "
+        f"{read_twice:,} events read twice ({read_twice / first.records:.1%} of the log)"
+    )
+    print(
+        f"nightly: {nightly.requests} requests for {nightly.records:,} new events "
+        f"({nightly.records / max(nightly.requests, 1):.0f} per request; first sync "
+        f"{first.records / first.requests:.0f})"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,202 @@
+"""``system_log`` against the emulator's log: every event before a run's bookmark delivered
+once, in any order the service answers, with events at one instant, without ``time`` or with
+it as text; across runs nothing lost and nothing twice; nightly requests in proportion to the
+new events; a killed run resumed from its STATE; unreadable events skipped with one warning
+per kind."""
+
+from __future__ import annotations
+
+import logging
+import time
+import typing as t
+from collections import Counter
+
+import pytest
+
+from emulator import Dataset, Emulator
+from emulator import system_log as served
+from emulator.system_log import Kind
+from emulator.timefmt import format_ns
+from tap_accessgov.timestamps import to_ns
+from tests.conftest import SMALL_DATASET, SyncResult, catalog_selecting, sync, tap_config
+
+LOG = "/api/v1/systemlog/events"
+DATASET = {**SMALL_DATASET, "log_background": 3000}
+DAY = 86_400 * 10**9
+MINUTE = 60 * 10**9
+
+
+def log_sync(emu: Emulator, state: dict[str, t.Any] | None = None, **settings: t.Any) -> SyncResult:
+    config = {**tap_config(emu), "page_size": 50, **settings}
+    return sync(config, state=state, catalog=catalog_selecting(config, {"system_log": None}))
+
+
+def bookmark(result: SyncResult) -> int:
+    return to_ns(result.state["bookmarks"]["system_log"]["replication_key_value"])
+
+
+def uids(result: SyncResult) -> list[str]:
+    return [record["uid"] for record in result.records.get("system_log", [])]
+
+
+def truth(emu: Emulator, since: int, until: int) -> list[str]:
+    """The uids of the events the log holds in ``[since, until)``."""
+    return sorted(e.uid for e in emu.dataset.system_log() if since <= e.time < until)
+
+
+@pytest.mark.parametrize(
+    ("order", "shapes"),
+    [
+        ("asked", "newest"),
+        ("descending", "newest"),
+        ("unsorted", "newest"),
+        ("ascending", "older"),
+        ("asked", "changed"),
+    ],
+)
+def test_two_runs_deliver_every_event_before_the_bookmark_once_in_any_order(
+    make_emulator: t.Callable[..., Emulator], order: str, shapes: str
+) -> None:
+    """The service's order (asked: oldest first as the tap asks), sign-ins without ``time``
+    (older) or ``time`` as text (changed); events recorded between the runs, many of them at
+    the first run's bookmark instant itself."""
+    emu = make_emulator(Dataset(**DATASET), log_order=order, shapes=shapes)
+    first = log_sync(emu, max_concurrency=4)
+    first_bookmark = bookmark(first)
+    assert sorted(uids(first)) == truth(emu, 0, first_bookmark)
+    assert len(set(uids(first))) == len(uids(first))
+    times = Counter(r["time"] for r in first.records["system_log"])
+    if shapes == "older":  # sign-ins without time, a third of a burst among them
+        assert times[None] > 100
+    else:
+        assert max(times.values()) >= 64, "a burst of events at one instant was read whole"
+    # Between the runs: events at the bookmark's instant (the log keeps whole milliseconds),
+    # and the service's own activity.
+    at_bookmark = -(-first_bookmark // 1_000_000) * 1_000_000
+    for n in range(40):
+        emu.dataset.log.record(
+            Kind.READ,
+            emu.dataset.log.admin(n),
+            operation="c1.api.app.v1.Apps/List",
+            at=at_bookmark,
+        )
+    emu.add_events(count=30)
+    second = log_sync(emu, state=first.state, max_concurrency=4)
+    second_bookmark = bookmark(second)
+    assert sorted(uids(second)) == truth(emu, first_bookmark, second_bookmark)
+    assert not set(uids(first)) & set(uids(second)), "no event delivered twice"
+    assert sorted(uids(first) + uids(second)) == truth(emu, 0, second_bookmark)
+    # The first run's own reads are in the second, named by the tap's user agent.
+    own = [
+        r
+        for r in second.records["system_log"]
+        if r["api_operation"] and "SystemLog" in r["api_operation"]
+    ]
+    assert own
+    assert {r["http_user_agent"].split("/")[0] for r in own} == {"tap-accessgov"}
+
+
+def test_records_carry_the_ocsf_columns_and_the_event_whole(emulator: Emulator) -> None:
+    result = log_sync(emulator)
+    by_uid = {e["metadata"]["uid"]: e for e in emulator.dataset.system_log_objects()}
+    records = result.records["system_log"]
+    assert {r["event"]["metadata"]["uid"] for r in records} == set(uids(result))
+    for record in records:
+        event = by_uid[record["uid"]]
+        assert record["event"] == event
+        assert to_ns(record["time"]) == event["time"] * 1_000_000
+        assert (record["class_uid"], record["activity_id"], record["status_id"]) == (
+            event["class_uid"],
+            event["activity_id"],
+            event["status_id"],
+        )
+        assert record["actor_user_uid"] == event["actor"]["user"]["uid"]
+        assert record["actor_user_email"] == event["actor"]["user"].get("email_addr")
+        assert record["src_endpoint_ip"] == event["src_endpoint"]["ip"]
+        assert record["api_operation"] == event.get("api", {}).get("operation")
+
+
+def test_concurrency_changes_nothing_but_time_and_a_nightly_run_asks_little(
+    make_emulator: t.Callable[..., Emulator],
+) -> None:
+    emu = make_emulator(Dataset(**{**DATASET, "log_background": 8_000}))
+    one = log_sync(emu, max_concurrency=1, end_date="2100-01-01T00:00:00Z")
+    first_requests = emu.stats["api_requests_by_path"][LOG]
+    emu.reset_stats()
+    eight = log_sync(
+        emu,
+        max_concurrency=8,
+        end_date=one.state["bookmarks"]["system_log"]["replication_key_value"],
+    )
+    assert sorted(uids(eight)) == truth(emu, 0, bookmark(one)) == sorted(uids(one))
+    # Nightly: the requests follow the new events (here the first runs' own calls and a
+    # few hundred more), not the log's size.
+    for n in range(300):
+        emu.dataset.log.record(Kind.SIGN_IN, emu.dataset.log.admin(n))
+    emu.reset_stats()
+    nightly = log_sync(emu, state=one.state, max_concurrency=8)
+    new = len(uids(nightly))
+    assert new == len(truth(emu, bookmark(one), bookmark(nightly))) >= 300
+    # In proportion: at most twice the pages the new events fill (a window split into
+    # pieces ends each on a part page), plus a round of probes and a page per worker.
+    requests = emu.stats["api_requests_by_path"][LOG]
+    assert requests <= 2 * (new // 50 + 1) + 2 * 8, (requests, new)
+    assert requests < first_requests / 5
+
+
+def test_a_first_run_reads_from_start_date_and_a_since_before_retention_loses_nothing_kept(
+    make_emulator: t.Callable[..., Emulator],
+) -> None:
+    emu = make_emulator(Dataset(**DATASET))
+    events = emu.dataset.system_log()
+    middle = events[len(events) // 2].time
+    result = log_sync(emu, start_date=format_ns(middle))
+    assert sorted(uids(result)) == truth(emu, middle, bookmark(result))
+    # A retention shorter than the log: a first run from long before it reads what the
+    # service keeps (its cut moves with the clock while the run reads: a minute's slack).
+    days = (time.time_ns() - middle) // DAY
+    emu.update_settings({"log_retention_days": days})
+    cut = time.time_ns() - days * DAY
+    kept = log_sync(emu, start_date="2000-01-01T00:00:00Z")
+    delivered = set(uids(kept))
+    assert len(delivered) == len(uids(kept))
+    assert set(truth(emu, cut + MINUTE, bookmark(kept))) <= delivered
+    assert delivered <= set(truth(emu, cut - MINUTE, bookmark(kept)))
+    assert len(delivered) < len(truth(emu, 0, bookmark(kept)))
+
+
+def test_unreadable_events_are_skipped_or_left_without_time_with_one_warning_per_kind(
+    emulator: Emulator, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An event that is not an object, one without its uid, one whose time is a word: each
+    kind said once, without a value of the event; the rest delivered, the last without time."""
+    render = served.event_object
+    spoiled: dict[str, str] = {}
+
+    def spoil(event: served.LogEvent) -> t.Any:
+        answer = render(event)
+        kind = int(event.uid[:8], 16) % 9
+        if kind == 0:
+            spoiled[event.uid] = "dropped"
+            return ["not", "an", "object"]
+        if kind == 1:
+            spoiled[event.uid] = "dropped"
+            answer["metadata"].pop("uid")
+        elif kind == 2:
+            spoiled[event.uid] = "no time"
+            answer["time"] = "last tuesday"
+        return answer
+
+    monkeypatch.setattr(served, "event_object", spoil)
+    with caplog.at_level(logging.WARNING):
+        result = log_sync(emulator, max_concurrency=1)
+    records = {r["uid"]: r for r in result.records["system_log"]}
+    kept = [uid for uid in truth(emulator, 0, bookmark(result)) if spoiled.get(uid) != "dropped"]
+    assert sorted(records) == kept
+    assert {uid for uid, r in records.items() if r["time"] is None} == {
+        uid for uid in kept if spoiled.get(uid) == "no time"
+    }
+    warnings = [r.getMessage() for r in caplog.records if "system log event" in r.getMessage()]
+    assert len(warnings) == 3, warnings
+    assert not [w for w in warnings if "tuesday" in w or any(uid in w for uid in spoiled)]
+    assert "New replication value is null" not in caplog.text
