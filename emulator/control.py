@@ -42,6 +42,7 @@ class Emulator(Settings):
         shapes: str = "newest",
         log_order: str = "asked",
         log_retention_days: int = 0,
+        log_calls: bool = True,
     ) -> None:
         super().__init__(
             token_lifetime=token_lifetime,
@@ -53,6 +54,7 @@ class Emulator(Settings):
             shapes=shapes,
             log_order=log_order,
             log_retention_days=log_retention_days,
+            log_calls=log_calls,
         )
         self.service = Service(
             dataset if dataset is not None else Dataset(),

@@ -43,6 +43,7 @@ DUCKDB_FILE = DEMO / "accessgov.duckdb"
 POSTGRES_DATA = DEMO / "postgres"  # the data directory of --postgres's server
 PORT = 8765  # python -m emulator's default: the api_url of meltano.yml's emulator environment
 AS_OF_DAYS = 90  # the point-in-time question: who held it this many days ago
+BEFORE_FEED_DAYS = 30  # and this many days before the grant feed's first event
 CLOSED_TASKS = 25  # open tasks the approvers decide between the two runs
 
 BUSIEST = """
@@ -131,6 +132,28 @@ QUESTIONS = {
         FROM {models}.access_as_of
         WHERE app_id = '{app_id}' AND app_entitlement_id = '{app_entitlement_id}'
         ORDER BY granted_at DESC NULLS LAST, app_user_id LIMIT 10
+    """,
+    "Who held {app_name} · {entitlement_name} on {before_feed}, before the grant feed began "
+    "(grant_intervals: the service's ended grants and the grants it holds now; first 10)": """
+        SELECT user_display_name AS person, app_user_id, granted_at, revoked_at, source,
+               count(*) OVER () AS holders_in_total
+        FROM {models}.grant_intervals
+        WHERE app_id = '{app_id}' AND app_entitlement_id = '{app_entitlement_id}'
+          AND granted_at <= CAST('{before_feed}' AS TIMESTAMP WITH TIME ZONE)
+          AND (revoked_at IS NULL OR revoked_at > CAST('{before_feed}' AS TIMESTAMP WITH TIME ZONE))
+        ORDER BY granted_at DESC, app_user_id LIMIT 10
+    """,
+    "Who changed the service itself in the last 30 days: people and operations, reads and "
+    "this tap's calls left out (service_activity; top 10)": """
+        SELECT coalesce(actor_name, actor_user_id) AS actor, actor_email,
+               operation, activity, count(*) AS events,
+               sum(CASE WHEN outcome = 'Failure' THEN 1 ELSE 0 END) AS failed,
+               max(occurred_at) AS latest
+        FROM {models}.service_activity
+        WHERE occurred_at >= {now} - INTERVAL '30 days' AND activity_id <> 2
+          AND class_uid = 6003 AND NOT is_this_tap
+        GROUP BY actor_user_id, actor_name, actor_email, operation, activity
+        ORDER BY events DESC, actor, operation LIMIT 10
     """,
     "Grants without an approval, by reason (grants_without_approval)": """
         SELECT reason, count(*) AS grants, count(DISTINCT app_user_id) AS app_users,
@@ -259,6 +282,8 @@ def answers(database: ModelsDatabase, label: str, as_of: str) -> int:
     print(f"\n== {label}: answers from the models ==")
     _, busiest = database.query(BUSIEST.format(models=database.models))
     app_id, app_entitlement_id, app_name, entitlement_name, _ = busiest[0]
+    _, first = database.query(f"SELECT min(event_at) FROM {database.models}.stg_grant_events")
+    before_feed = first[0][0] - timedelta(days=BEFORE_FEED_DAYS)
     values = {
         "models": database.models,
         "now": database.now,
@@ -267,6 +292,7 @@ def answers(database: ModelsDatabase, label: str, as_of: str) -> int:
         "app_name": app_name or app_id,  # an app the catalog does not know shows its id
         "entitlement_name": entitlement_name or app_entitlement_id,
         "as_of": as_of,
+        "before_feed": before_feed.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
     for title, sql in QUESTIONS.items():
         columns, rows = database.query(sql.format(**values))

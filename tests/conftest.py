@@ -108,10 +108,13 @@ _shared: Emulator | None = None
 
 def shared_emulator() -> Emulator:
     """One read-only emulator for the whole session, started on first use (also at import
-    time, by the SDK's standard suite, whose class fixtures need a config up front)."""
+    time, by the SDK's standard suite, whose class fixtures need a config up front). It logs
+    no calls: every run reads its system log whole, which would otherwise hold every earlier
+    run's calls (a run's own calls are logged on the emulators of its own)."""
     global _shared
     if _shared is None:
-        _shared = Emulator(Dataset(**SMALL_DATASET), credential=CREDENTIAL).start()
+        dataset = Dataset(**SMALL_DATASET)
+        _shared = Emulator(dataset, credential=CREDENTIAL, log_calls=False).start()
     return _shared
 
 
@@ -123,7 +126,9 @@ def shaped_emulator(shapes: str) -> Emulator:
     emulator/shapes.py): one read-only emulator per shapes for the session."""
     if shapes not in _shaped:
         dataset = Dataset(**SMALL_DATASET)
-        _shaped[shapes] = Emulator(dataset, credential=CREDENTIAL, shapes=shapes).start()
+        _shaped[shapes] = Emulator(
+            dataset, credential=CREDENTIAL, shapes=shapes, log_calls=False
+        ).start()
     return _shaped[shapes]
 
 

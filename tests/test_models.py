@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from emulator import Dataset, Emulator, lifecycle
+from emulator import Dataset, Emulator, lifecycle, system_log
 from emulator.timefmt import format_ns
 from tests.conftest import (
     ON_EVERY_SERVER,
@@ -143,6 +143,80 @@ def people(
 LEFT = ("DISABLED", "DELETED")
 
 
+class Period(t.NamedTuple):
+    """A grant period as grant_intervals shows it: from the feed, the service's ended grants
+    or the grants it holds now (``source``: which of them saw it)."""
+
+    app_id: str
+    app_entitlement_id: str
+    app_user_id: str
+    granted_at: int | None
+    revoked_at: int | None
+    granted_ticket_id: str | None
+    revoked_ticket_id: str | None
+    source: str
+
+
+def grant_periods(ds: Dataset) -> list[Period]:
+    """Every period a grant was held, from the emulator's own history: each interval of the
+    feed, its start the one the service kept where the feed has none (the ended period of the
+    same end, or the grant held now); the periods over before the feed began; the grants held
+    since before the feed that it never names."""
+    ended = {
+        (p.app_id, p.app_entitlement_id, p.app_user_id, p.revoked_at): p for p in ds.past_grants()
+    }
+    held = {g[:3]: g for g in ds.current_grants()}
+    periods = []
+    for i in ds.intervals():
+        past = ended.get((*i[:3], i.revoked_at)) if i.revoked_at is not None else None
+        now = held.get(i[:3]) if i.revoked_at is None else None
+        start = i.granted_at
+        if start is None:
+            start = past.granted_at if past else now.created_at if now else None
+        ticket = i.granted_ticket_id or (now.originating_ticket_id if now else None)
+        seen = ["feed", *(["past_grants"] if past else []), *(["grants"] if now else [])]
+        periods.append(
+            Period(*i[:3], start, i.revoked_at, ticket, i.revoked_ticket_id, "+".join(seen))
+        )
+    periods += [
+        Period(
+            p.app_id,
+            p.app_entitlement_id,
+            p.app_user_id,
+            p.granted_at,
+            p.revoked_at,
+            None,
+            None,
+            "past_grants",
+        )
+        for p in ended.values()
+        if not p.feed_knows
+    ]
+    periods += [
+        Period(*g[:3], g.created_at, None, g.originating_ticket_id, None, "grants")
+        for g in held.values()
+        if not g.feed_knows
+    ]
+    return periods
+
+
+def held_at(periods: list[Period], instant: int) -> list[Period]:
+    """The periods holding at ``instant``: begun at or before it, not ended at or before it."""
+    return [
+        p
+        for p in periods
+        if (p.granted_at is None or p.granted_at <= instant)
+        and (p.revoked_at is None or p.revoked_at > instant)
+    ]
+
+
+def before_the_feed(ds: Dataset) -> int:
+    """An instant before the feed began, at the end of a period that ended then (its end
+    is the boundary case: it holds no more)."""
+    month_before = ds.feed.first_date - 30 * 86_400 * 10**9
+    return max(p.revoked_at for p in ds.past_grants() if p.revoked_at < month_before)
+
+
 def truth(
     ds: Dataset,
     as_of: int,
@@ -155,6 +229,7 @@ def truth(
     is the exclusions' users: the others have no names, and not being listed is no sign
     of having left (only the directory's listing is)."""
     intervals = ds.intervals()
+    periods = grant_periods(ds)
     opened = {(i[:3], i.granted_at) for i in intervals}
     events = lifecycle.distinct_events(ds.feed_object(ds.event(n)) for n in range(ds.total))
     named = catalog_names(ds, unknown_apps)
@@ -193,9 +268,10 @@ def truth(
                 us(i.revoked_at),
                 i.granted_ticket_id,
                 i.revoked_ticket_id,
+                i.source,
                 *person(i.app_id, i.app_user_id),
             )
-            for i in intervals
+            for i in periods
         ),
         "current_grants": Counter(
             (
@@ -256,7 +332,7 @@ def truth(
                 i.granted_ticket_id,
                 *person(i.app_id, i.app_user_id)[:5],
             )
-            for i in lifecycle.held_at(intervals, as_of)
+            for i in held_at(periods, as_of)
         ),
     }
 
@@ -266,7 +342,8 @@ PERSON = "user_id, user_display_name, user_email, user_status, user_directory_st
 ACCOUNT = "app_user_type, app_user_status"
 QUERIES = {
     "grant_intervals": f"SELECT {NAMED}, app_user_id, {{granted_at}}, {{revoked_at}}, "
-    f"granted_ticket_id, revoked_ticket_id, {PERSON}, {ACCOUNT} FROM {{schema}}.grant_intervals",
+    f"granted_ticket_id, revoked_ticket_id, source, {PERSON}, {ACCOUNT} "
+    "FROM {schema}.grant_intervals",
     "current_grants": f"SELECT {NAMED}, app_user_id, {{granted_at}}, granted_ticket_id, "
     f"feed_knows, {{scheduled_end_at}}, {PERSON}, {ACCOUNT} FROM {{schema}}.current_grants",
     "inactive_users_with_access": f"SELECT {NAMED}, app_user_id, {PERSON} "
@@ -305,6 +382,50 @@ def compare(query: t.Callable[[str], list[tuple]], expected: dict[str, Counter])
     kinds = Counter(row[-1] for row in expected["feed_vs_service_grants"])
     assert kinds["unknown_to_feed"], "grants older than the feed"
     assert Counter(row[7] for row in expected["current_grants"])[False], "feed_knows false"
+
+
+ACTIVITY = (
+    "SELECT event_uid, {occurred_at}, class_uid, activity_id, activity, operation, target_type, "
+    "target_uid, outcome, src_ip, actor_user_id, actor_name, actor_email, actor_status, "
+    "is_this_tap FROM {schema}.service_activity"
+)
+
+
+def compare_service_activity(query: t.Callable[[str], list[tuple]], ds: Dataset) -> None:
+    """service_activity against the emulator's log, event by event, for the events loaded:
+    the person behind the actor as the directory lists them now, else the event's names; the
+    tap's own calls marked; every kind of event there, the tap's reads among them."""
+    users = listed_users(ds)
+    rows = {row[0]: row for row in query(ACTIVITY)}
+    log = {event.uid: event for event in ds.system_log()}
+    assert rows, "service_activity is empty"
+    assert set(rows) <= set(log)
+    expected = {}
+    for uid in rows:
+        event, shown = log[uid], system_log.event_object(log[uid])
+        listed = users.get(event.actor.uid)
+        resource = (shown.get("resources") or [{}])[0]
+        expected[uid] = (
+            uid,
+            us(event.time),
+            shown["class_uid"],
+            shown["activity_id"],
+            shown["activity_name"],
+            (shown.get("api") or {}).get("operation"),
+            resource.get("type"),
+            resource.get("uid"),
+            shown["status"],
+            event.ip,
+            event.actor.uid,
+            (listed and listed[0]) or event.actor.name or None,
+            (listed and listed[1]) or event.actor.email or None,
+            listed[2] if listed else None,
+            event.user_agent.startswith("tap-accessgov/"),
+        )
+    assert rows == expected
+    kinds = Counter((row[2], row[3], row[14]) for row in rows.values())
+    assert kinds[(6003, 2, True)], "the tap's own reads, marked"
+    assert {(6003, 1), (6003, 3), (6003, 4), (3002, 1)} <= {k[:2] for k in kinds}
 
 
 def base_env(emulator: Emulator, tmp_path: Path, as_of: int) -> dict[str, str]:
@@ -358,6 +479,7 @@ def duckdb_models(
                     granted_at="epoch_us(granted_at)",
                     revoked_at="epoch_us(revoked_at)",
                     scheduled_end_at="epoch_us(scheduled_end_at)",
+                    occurred_at="epoch_us(occurred_at)",
                 )
             ).fetchall()
 
@@ -391,6 +513,7 @@ def postgres_models_query(
                 granted_at=postgres_epoch_us("granted_at"),
                 revoked_at=postgres_epoch_us("revoked_at"),
                 scheduled_end_at=postgres_epoch_us("scheduled_end_at"),
+                occurred_at=postgres_epoch_us("occurred_at"),
             )
         ).fetchall()
         return rows
@@ -422,16 +545,22 @@ def test_models_on_duckdb_equal_the_emulators_truth(
     lines = (tmp_path / "jsonl" / "grant_feed.jsonl").read_text().count("\n")
     assert lines > ds.total
     compare(query, truth(ds, as_of))
+    compare_service_activity(query, ds)  # the first run's reads among them
 
     # An app the catalog no longer lists (deleted since, or not visible to the credential):
-    # its grants and exclusions still show, without names.
+    # its grants and exclusions still show, without names. Built as of an instant before the
+    # feed began: access_as_of answers from the service's ended grants and grants held now.
     gone = ds.apps[1]
     for stream, key in (("apps", "id"), ("app_entitlements", "appId")):
         path = tmp_path / "jsonl" / f"{stream}.jsonl"
         kept = [line for line in path.read_text().splitlines() if json.loads(line)[key] != gone]
         path.write_text("\n".join(kept) + "\n")
-    meltano("run", "dbt-duckdb:build", env=env)
-    compare(query, truth(ds, as_of, unknown_apps=frozenset({gone})))
+    early = before_the_feed(ds)
+    assert early < ds.feed.first_date
+    meltano("run", "dbt-duckdb:build", env=env | {"ACCESSGOV_AS_OF": format_ns(early)})
+    expected = truth(ds, early, unknown_apps=frozenset({gone}))
+    assert len(expected["access_as_of"]) > 10
+    compare(query, expected)
 
     # No complete snapshot of grants (every run that read it failed half-way): current_grants
     # is the fold of the feed, every row says so, and there is nothing to disagree with.
@@ -637,6 +766,7 @@ def spark_models(
                     granted_at="epoch_us(granted_at)",
                     revoked_at="epoch_us(revoked_at)",
                     scheduled_end_at="epoch_us(scheduled_end_at)",
+                    occurred_at="epoch_us(occurred_at)",
                 )
             ).fetchall()
 

@@ -85,13 +85,14 @@ def test_http_controls(fresh: Emulator) -> None:
         "shapes": "older",
         "log_order": "descending",
         "log_retention_days": 0,
+        "log_calls": True,
     }
     assert fresh.token_lifetime == 5
     assert fresh.log_order == "descending"
     assert fresh.shapes == "older"
     bad = requests.post(control + "settings", json={"shapes": "oldest"}, timeout=10)
     assert bad.status_code == 400
-    for wrong in ({"log_order": "newest-first"}, {"log_retention_days": -1}):
+    for wrong in ({"log_order": "newest-first"}, {"log_retention_days": -1}, {"log_calls": 1}):
         assert requests.post(control + "settings", json=wrong, timeout=10).status_code == 400
     requests.post(control + "revoke-tokens", timeout=10)
     assert session.post(fresh.url + FEED, json={}, timeout=10).status_code == 401

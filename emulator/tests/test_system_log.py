@@ -307,3 +307,21 @@ def test_a_page_token_of_another_range_is_refused(tenant: Emulator, api: request
     )
     assert other.status_code == 400
     assert "page token does not match request" in other.text
+
+
+def test_calls_are_not_logged_when_the_tenant_is_told_not_to(
+    tenant: Emulator, api: requests.Session
+) -> None:
+    """``log_calls`` off (a long-lived emulator many runs read whole): calls and sign-ins
+    leave the log as it was; on again, they are logged."""
+    tenant.update_settings({"log_calls": False})
+    try:
+        before = len(tenant.dataset.system_log())
+        for _ in range(5):
+            assert api.get(tenant.url + "/api/v1/apps").status_code == 200
+        login(tenant)
+        assert len(tenant.dataset.system_log()) == before
+    finally:
+        tenant.update_settings({"log_calls": True})
+    api.get(tenant.url + "/api/v1/apps")
+    assert len(tenant.dataset.system_log()) == before + 1

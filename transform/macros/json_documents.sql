@@ -10,12 +10,19 @@
 {%- endmacro %}
 
 {% macro default__json_path_text(column, keys) -%}
-    {#- PostgreSQL jsonb and DuckDB JSON alike: -> down the path, ->> for the last key. -#}
-    ({{ column }}{% for key in keys[:-1] %} -> '{{ key }}'{% endfor %} ->> '{{ keys[-1] }}')
+    {#- PostgreSQL jsonb and DuckDB JSON alike: -> down the path, ->> for the last key (a
+        number: an array position). -#}
+    ({{ column }}
+    {%- for key in keys -%}
+        {{ ' ->> ' if loop.last else ' -> ' }}{{ key if key is number else "'" ~ key ~ "'" }}
+    {%- endfor -%})
 {%- endmacro %}
 
 {% macro spark__json_path_text(column, keys) -%}
-    get_json_object({{ column }}, '$.{{ keys | join(".") }}')
+    get_json_object({{ column }}, '$
+    {%- for key in keys -%}
+        {{ '[' ~ key ~ ']' if key is number else '.' ~ key }}
+    {%- endfor -%}')
 {%- endmacro %}
 
 {% macro json_first_item_text(column, key) -%}

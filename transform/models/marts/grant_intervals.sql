@@ -1,56 +1,15 @@
--- Every stretch of time a grant was held: opened by an ADDED while not held, closed by the
--- next REMOVED. A grant whose first event is a REMOVED was held since before the data began:
--- its interval has no granted_at. revoked_at null = held now. The person behind the
--- account, as the directory lists them now: macros/people.sql.
--- The window is written out in each call, not named (WINDOW clause): Snowflake has none.
-{%- set grant_order -%}
-    partition by app_id, app_entitlement_id, app_user_id order by event_at, same_instant_order
-{%- endset %}
-with boundaries as (
-    select
-        *,
-        lead(lifecycle_effect) over ({{ grant_order }}) as next_effect,
-        lead(event_at) over ({{ grant_order }}) as next_event_at,
-        lead(ticket_id) over ({{ grant_order }}) as next_ticket_id,
-        lag(lifecycle_effect) over ({{ grant_order }}) as previous_effect
-    from {{ ref('int_grant_lifecycle_events') }}
-    where lifecycle_effect is not null
-),
-
-intervals as (
-    select
-        app_id,
-        app_entitlement_id,
-        app_user_id,
-        event_at as granted_at,
-        case when next_effect = 'close' then next_event_at end as revoked_at,
-        ticket_id as granted_ticket_id,
-        case when next_effect = 'close' then next_ticket_id end as revoked_ticket_id
-    from boundaries
-    where lifecycle_effect = 'open'
-
-    union all
-
-    select
-        app_id,
-        app_entitlement_id,
-        app_user_id,
-        {{ timestamp_tz('null') }} as granted_at,
-        event_at as revoked_at,
-        cast(null as {{ dbt.type_string() }}) as granted_ticket_id,
-        ticket_id as revoked_ticket_id
-    from boundaries
-    where lifecycle_effect = 'close' and previous_effect is null
-),
-
-numbered as (
+-- Every period a grant was held, from the grant feed, the service's ended grants and the
+-- grants it holds now (int_grant_periods: one row per real period, and the source column).
+-- revoked_at null = held now; granted_at null = held since before anything says. The person
+-- behind the account, as the directory lists them now: macros/people.sql.
+with numbered as (
     select
         *,
         row_number() over (
             partition by app_id, app_entitlement_id, app_user_id
             order by granted_at nulls first
         ) as interval_number
-    from intervals
+    from {{ ref('int_grant_periods') }}
 )
 
 select
@@ -69,6 +28,7 @@ select
     granted_ticket_id,
     revoked_ticket_id,
     revoked_at is null as is_current,
+    source,
     user_id,
     user_display_name,
     user_email,
