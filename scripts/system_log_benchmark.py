@@ -46,7 +46,9 @@ body = {"pageSize": 100, "sortDirection": "SORT_DIRECTION_ASC", "until": sys.arg
 read = 0
 with open("/dev/null", "w") as out:
     while True:
-        page = session.post(config["api_url"] + "/api/v1/systemlog/events", json=body).json()
+        answer = session.post(config["api_url"] + "/api/v1/systemlog/events", json=body)
+        answer.raise_for_status()  # an error answer is not the end of the log
+        page = answer.json()
         for event in page.get("list") or []:
             out.write(json.dumps(event) + "\\n")
             read += 1
@@ -112,7 +114,10 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
+        # Tokens that outlive the sequential reader's ten minutes (it takes one, as the
+        # plainest client does; the tap renews its own).
         options = ["--events", str(args.events), "--log-background", str(args.background)]
+        options += ["--token-lifetime", "7200"]
         emulator = EmulatorProcess(
             workdir, "log", *options, "--latency", str(args.latency), timeout=600
         )

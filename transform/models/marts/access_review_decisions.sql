@@ -49,7 +49,7 @@ held_after_close as (
     from (
         select decisions.task_id
         from decisions
-        inner join {{ ref('grant_intervals') }} as intervals
+        inner join {{ ref('int_feed_intervals') }} as intervals
             on intervals.app_id = decisions.app_id
             and intervals.app_entitlement_id = decisions.app_entitlement_id
             and intervals.app_user_id = decisions.app_user_id
