@@ -758,3 +758,30 @@ def test_a_kill_at_70_percent_rereads_only_windows_in_flight_in_every_order(
     assert sum(twice.values()) <= sum(expected.values()) // 4, (
         f"{sum(twice.values())} of {sum(expected.values())} read twice"
     )
+
+
+@pytest.mark.parametrize("ascending", [True, False])
+def test_a_burst_at_one_instant_under_the_last_page_is_no_density_to_cut_by(
+    ascending: bool,
+) -> None:
+    """Two pages read in date order, the second a burst of events at one instant (the system
+    log files dozens at once): the pages read span a tenth of the window, so about twenty
+    pages lie ahead, not the thousands the burst's zero width would say. The window is cut
+    in pieces of about TARGET_PAGES by the pages' average, not into MAX_PIECES pieces of a
+    request each; a window whose pages span most of it is not cut at all."""
+    ms = 1_000_000
+    spread = [n * ms for n in range(100)]  # one a ms over the first 100 ms
+    burst = [100 * ms] * 100
+    dates = spread + burst
+    if not ascending:
+        dates = [999 * ms - d for d in dates]
+    pages = [[_event(n, d) for n, d in enumerate(dates[:100])]]
+    pages.append([_event(n, d) for n, d in enumerate(dates[100:], 100)])
+    window = Window(0, 950 * ms) if ascending else Window(50 * ms, 1000 * ms)
+    children = pieces(window, pages, None, 0, 1000 * ms)
+    # 850 ms ahead at 50 ms a page (200 events over 100 ms): 17 pages, in pieces of about
+    # TARGET_PAGES, and the part read
+    assert len(children) == math.ceil(17 / TARGET_PAGES) + 1, len(children)
+    assert sum(sum(child.skip.values()) for child in children if child.skip) == 200
+    narrow = Window(0, 130 * ms) if ascending else Window(870 * ms, 1000 * ms)
+    assert not pieces(narrow, pages, None, 0, 1000 * ms), "a page or so ahead: read on"

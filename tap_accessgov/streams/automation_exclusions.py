@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import typing as t
 
-from singer_sdk.helpers.conform import TypeConformanceLevel
 from typing_extensions import override
 
 from tap_accessgov import schemas
@@ -90,7 +89,6 @@ class AutomationExclusionsStream(QueryPaging, ConcurrentPartitionsStream):
     primary_keys = ("appId", "appEntitlementId", "userId")
     reads = {"catalog": AppEntitlementsStream}
     schema = schemas.AUTOMATION_EXCLUSION
-    TYPE_CONFORMANCE_LEVEL = TypeConformanceLevel.NONE  # four strings built by exclusion_record
     declares_paging = False
 
     def __init__(

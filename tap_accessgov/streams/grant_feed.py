@@ -6,7 +6,6 @@ import re
 import typing as t
 
 from singer_sdk.exceptions import FatalAPIError
-from singer_sdk.helpers.conform import TypeConformanceLevel
 from typing_extensions import override
 
 from tap_accessgov import schemas
@@ -48,9 +47,6 @@ class GrantFeedStream(BodyPaging, WindowedStream):
     is_sorted = False
     primary_keys = ("appId", "appEntitlementId", "appUserId", "eventType", "date")
     schema = schemas.GRANT_FEED
-    # parse_response builds every record from JSON strings and objects that already match the
-    # schema; re-checking each value was the largest cost in a profile (docs/performance.md).
-    TYPE_CONFORMANCE_LEVEL = TypeConformanceLevel.NONE
 
     @override
     def records(self, context: Context | None) -> t.Iterable[dict[str, t.Any]]:

@@ -158,8 +158,9 @@ def pieces(
 
     - **By date** (ascending, descending or nearly): the pages cover a run of the window's
       dates from one end, and the rest lies ahead of the reading. The density of the last
-      page (where the reading is now: an ascending feed may grow denser as it goes) over
-      the width ahead estimates the pages left; when they are more than twice
+      page (where the reading is now: an ascending feed may grow denser as it goes; the
+      pages' average where that is sparser: a burst at one instant is no density) over the
+      width ahead estimates the pages left; when they are more than twice
       ``TARGET_PAGES``, the part ahead is cut into pieces of about ``TARGET_PAGES``, and the
       part read, with the sliver behind it (the stragglers of a nearly sorted feed, none
       when sorted), becomes one piece (its events skipped). Splitting costs requests (each
@@ -188,8 +189,14 @@ def pieces(
         # fewer events than the pages read: read again, it ends on a part page of its own,
         # not on an empty page after its last full one.
         read_edge = max(dates) if order > 0 else min(dates) + 1
+        # ns per page: the density where the reading is now (an ascending feed may grow
+        # denser as it goes), but never denser than the pages read on average. A burst under
+        # the last page (the system log files dozens of events at one instant) would
+        # otherwise predict a window full of pages ahead and cut it into MAX_PIECES pieces,
+        # a request each, where a few pages remain; a piece that proves dense is split in
+        # turn, so reading density low costs less than reading it high.
         last = [to_ns(d) for record in delivered[-1] if (d := key_of(record)[-1])] or dates
-        per_page = max(max(last) - min(last), 1)  # ns: the density where the reading is now
+        per_page = max(max(last) - min(last), (max(dates) - min(dates)) // pages, 1)
         ahead = end - read_edge if order > 0 else read_edge - start
         if ahead // per_page <= 2 * TARGET_PAGES:
             return []
