@@ -86,6 +86,12 @@ def feed_config(emulator: Emulator, **settings: t.Any) -> dict[str, t.Any]:
     return {**tap_config(emulator), "exclusion_entitlements": [], **settings}
 
 
+def feed_only(config: dict[str, t.Any]) -> dict[str, t.Any]:
+    """A catalog of the grant feed alone: what these tests check (the other streams' syncs,
+    a full sync's among them, are checked in test_streams.py and test_reliability.py)."""
+    return catalog_selecting(config, {"grant_feed": None})
+
+
 class Bodies:
     """Every grant feed request body a tap sends (a requests response hook: public API)."""
 
@@ -117,7 +123,7 @@ def backfilled(skewed: Emulator) -> Backfilled:
     """One default backfill of the skewed feed, which several tests read (it takes seconds):
     what it delivered, its states and the request bodies it sent."""
     config = feed_config(skewed)
-    tap = TapAccessGov(config=config, parse_env_config=False)
+    tap = TapAccessGov(config=config, catalog=feed_only(config), parse_env_config=False)
     bodies = Bodies(tap)
     return Backfilled(config, sync(config, tap=tap), bodies.sent)
 
@@ -172,7 +178,7 @@ def test_every_window_request_carries_the_filters(skewed: Emulator) -> None:
         user_ids=users,
         expand_mask=["app_id", "ticket_id"],
     )
-    tap = TapAccessGov(config=config, parse_env_config=False)
+    tap = TapAccessGov(config=config, catalog=feed_only(config), parse_env_config=False)
     bodies = Bodies(tap)
     result = sync(config, tap=tap)
     expected = truth(
@@ -217,11 +223,11 @@ def test_a_nightly_incremental_run_is_a_few_requests_not_a_backfill() -> None:
     dataset = Dataset(**{**SKEWED, "events": 500})
     with Emulator(dataset, credential=CREDENTIAL) as emulator:
         config = feed_config(emulator)
-        first = sync(config)
+        first = sync(config, catalog=feed_only(config))
         before = dataset.total
         emulator.add_events(count=120)
         emulator.reset_stats()
-        second = sync(config, state=first.state)
+        second = sync(config, state=first.state, catalog=feed_only(config))
         bookmark = first.state["bookmarks"]["grant_feed"]["replication_key_value"]
         assert delivered(second.records["grant_feed"]) == truth(dataset, after=bookmark)
         assert len(second.records["grant_feed"]) >= dataset.total - before
@@ -239,7 +245,7 @@ def test_a_state_file_of_the_previous_version_is_accepted(skewed: Emulator) -> N
         "bookmarks": {"grant_feed": {"replication_key": "date", "replication_key_value": bookmark}}
     }
     config = feed_config(skewed)
-    tap = TapAccessGov(config=config, state=old, parse_env_config=False)
+    tap = TapAccessGov(config=config, state=old, catalog=feed_only(config), parse_env_config=False)
     bodies = Bodies(tap)
     result = sync(config, tap=tap)
     assert delivered(result.records["grant_feed"]) == truth(ds, after=bookmark)
@@ -255,7 +261,7 @@ def test_a_state_file_of_the_previous_version_is_accepted(skewed: Emulator) -> N
 def test_no_start_date_and_no_state_reads_everything(skewed: Emulator) -> None:
     config = feed_config(skewed)
     del config["start_date"]
-    tap = TapAccessGov(config=config, parse_env_config=False)
+    tap = TapAccessGov(config=config, catalog=feed_only(config), parse_env_config=False)
     bodies = Bodies(tap)
     result = sync(config, tap=tap)
     assert delivered(result.records["grant_feed"]) == truth(skewed.dataset)
@@ -275,7 +281,7 @@ def test_a_service_allowing_two_requests_in_flight_still_gets_an_exact_run(
     with Emulator(dataset, credential=CREDENTIAL, latency=0.05, max_in_flight=2) as emulator:
         config = feed_config(emulator)
         with caplog.at_level(logging.INFO):
-            result = sync(config)
+            result = sync(config, catalog=feed_only(config))
         stats = emulator.stats
     assert delivered(result.records["grant_feed"]) == truth(dataset, after=config["start_date"])
     assert stats["throttled"] > 0
@@ -309,7 +315,7 @@ def test_the_budget_halves_once_per_round_and_grows_slowly() -> None:
 
 def test_concurrent_windows_meeting_a_revoked_token_renew_it_once(skewed: Emulator) -> None:
     config = feed_config(skewed)
-    tap = TapAccessGov(config=config, parse_env_config=False)
+    tap = TapAccessGov(config=config, catalog=feed_only(config), parse_env_config=False)
     bodies = Bodies(tap)
     tap.authenticator.update_access_token()
     skewed.revoke_tokens()
@@ -517,7 +523,7 @@ def test_a_run_that_fails_after_slowing_down_still_says_how_far_it_slowed(
         emulator.faults.add("429", path=FEED, times=1, retry_after=0)
         emulator.faults.add("403", path=FEED, times=1)
         with caplog.at_level(logging.INFO), pytest.raises(Exception, match="403"):
-            sync(feed_config(emulator))
+            sync(feed_config(emulator), catalog=feed_only(feed_config(emulator)))
     said = [
         r.getMessage() for r in caplog.records if "asked the tap to slow down" in r.getMessage()
     ]
@@ -551,7 +557,7 @@ def test_every_order_is_delivered_exactly_once_and_resumes_from_any_state(
     each event once; a rerun from a STATE written midway reads exactly what that STATE
     does not call complete, each event once."""
     config = feed_config(ordered)
-    tap = TapAccessGov(config=config, parse_env_config=False)
+    tap = TapAccessGov(config=config, catalog=feed_only(config), parse_env_config=False)
     bodies = Bodies(tap)
     first = sync(config, tap=tap)
     expected = truth(ordered.dataset, after=config["start_date"])
@@ -560,7 +566,7 @@ def test_every_order_is_delivered_exactly_once_and_resumes_from_any_state(
     midway = [s for s in first.states if s["bookmarks"].get("grant_feed", {}).get("backfill")]
     state = midway[len(midway) // 3]
     completed = state["bookmarks"]["grant_feed"]["backfill"]["completed"]
-    resumed = sync(config, state=state)
+    resumed = sync(config, state=state, catalog=feed_only(config))
     rest = collections.Counter(
         {k: n for k, n in expected.items() if not _in(completed, int(k[-1]))}
     )
@@ -576,7 +582,7 @@ def test_a_dense_window_of_an_unordered_feed_is_cut_at_its_dates_quantiles() -> 
     dataset = Dataset(**SKEWED, order="none")
     with Emulator(dataset, credential=CREDENTIAL, latency=0.01) as emulator:
         config = feed_config(emulator)
-        tap = TapAccessGov(config=config, parse_env_config=False)
+        tap = TapAccessGov(config=config, catalog=feed_only(config), parse_env_config=False)
         bodies = Bodies(tap)
         result = sync(config, tap=tap)
     assert delivered(result.records["grant_feed"]) == truth(dataset, after=config["start_date"])
@@ -653,7 +659,7 @@ def test_a_start_date_years_before_the_data_is_not_cut_into_empty_windows(
     first = min(ns(entry["feed"]["date"]) for entry in skewed.dataset.feed_entries())
     start = from_ns(first - 730 * 86_400 * 1_000_000_000)
     config = feed_config(skewed, start_date=start)
-    tap = TapAccessGov(config=config, parse_env_config=False)
+    tap = TapAccessGov(config=config, catalog=feed_only(config), parse_env_config=False)
     bodies = Bodies(tap)
     result = sync(config, tap=tap)
     assert delivered(result.records["grant_feed"]) == truth(skewed.dataset, after=start)
@@ -736,7 +742,7 @@ def test_a_kill_at_70_percent_rereads_only_windows_in_flight_in_every_order(
     twice lies in a window that was in flight (not complete in that STATE), and that is a
     small part of the feed in every order, not the most of it one unsplit window held."""
     config = feed_config(ordered)
-    full = sync(config)
+    full = sync(config, catalog=feed_only(config))
     expected = truth(ordered.dataset, after=config["start_date"])
     cut_at, seen, state = int(0.7 * sum(expected.values())), 0, None
     killed: list[dict[str, t.Any]] = []
@@ -750,7 +756,7 @@ def test_a_kill_at_70_percent_rereads_only_windows_in_flight_in_every_order(
             state = message["value"]
     assert state is not None
     completed = state["bookmarks"]["grant_feed"]["backfill"]["completed"]
-    resumed = sync(config, state=state)
+    resumed = sync(config, state=state, catalog=feed_only(config))
     first, second = delivered(killed), delivered(resumed.records["grant_feed"])
     assert (first | second).keys() == expected.keys()
     twice = first & second
