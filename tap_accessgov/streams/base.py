@@ -170,6 +170,15 @@ class TapStream(ProgressReportingStream, SnapshotStream):
     def __init__(self, tap: Tap, *args: t.Any, **kwargs: t.Any) -> None:
         super().__init__(tap, *args, **kwargs)
         self.output = tap.message_writer
+        self._warned: set[str] = set()  # the warnings given this run (warn_once)
+
+    def warn_once(self, message: str) -> None:
+        """Log ``message`` at WARNING the first time this run, not again: a record the
+        stream cannot read comes in thousands where the service changed a shape. The
+        message names the kind of problem, never a value of the record."""
+        if message not in self._warned:
+            self._warned.add(message)
+            self.logger.warning("%s (further ones this run are not reported)", message)
 
     @classmethod
     def discovered(cls, tap: Tap, connection: ApiConnection, found: Discovered) -> TapStream:

@@ -67,7 +67,6 @@ class PastGrantsStream(BodyPaging, RunCappedStream):
         super().__init__(tap, connection=connection)
         self.apps = apps
         self.feed = feed
-        self._warned: set[str] = set()  # the kinds of unreadable periods warned of this run
         # An incremental sync's accounts removed per app entitlement, sorted: what its
         # searches ask for (``search_filters``), set before they are sent.
         self._removed: dict[tuple[str, str], list[str]] = {}
@@ -147,19 +146,23 @@ class PastGrantsStream(BodyPaging, RunCappedStream):
         for view in page_body(response).get("list") or []:
             history = view.get("history") if isinstance(view, dict) else None
             if not isinstance(history, dict):
-                self._skip("a past grant without its history object")
+                self.warn_once("Skipping a past grant without its history object")
                 continue
             if not all(isinstance(history.get(k), str) and history[k] for k in KEYS):
-                self._skip("a past grant without an app, app entitlement or app user id")
+                self.warn_once(
+                    "Skipping a past grant without an app, app entitlement or app user id"
+                )
                 continue
             if not (history.get("grantedAt") and history.get("revokedAt")):
-                self._skip("a past grant without a grantedAt or a revokedAt")
+                self.warn_once("Skipping a past grant without a grantedAt or a revokedAt")
                 continue
             try:
                 granted = normalize_timestamp(history["grantedAt"])
                 revoked = normalize_timestamp(history["revokedAt"])
             except (TypeError, ValueError):
-                self._skip("a past grant whose grantedAt or revokedAt is not a date-time")
+                self.warn_once(
+                    "Skipping a past grant whose grantedAt or revokedAt is not a date-time"
+                )
                 continue
             yield {
                 **{k: history[k] for k in KEYS},
@@ -167,8 +170,3 @@ class PastGrantsStream(BodyPaging, RunCappedStream):
                 "revokedAt": revoked,
                 "id": history.get("id") or None,
             }
-
-    def _skip(self, kind: str) -> None:
-        if kind not in self._warned:
-            self._warned.add(kind)
-            self.logger.warning("Skipping %s (further ones this run are skipped silently)", kind)

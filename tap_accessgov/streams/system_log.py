@@ -75,10 +75,6 @@ class SystemLogStream(BodyPaging, WindowedStream):
     primary_keys = ("uid",)
     schema = schemas.SYSTEM_LOG_EVENT
 
-    def __init__(self, *args: t.Any, **kwargs: t.Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._warned: set[str] = set()  # the kinds of unreadable events warned of this run
-
     @override
     def records(self, context: Context | None) -> t.Iterable[Record]:
         bookmark = self.stream_state.get("replication_key_value")
@@ -115,11 +111,11 @@ class SystemLogStream(BodyPaging, WindowedStream):
     def parse_response(self, response: requests.Response) -> t.Iterable[Record]:
         for event in page_body(response).get("list") or []:
             if not isinstance(event, dict):
-                self._skip("Skipping a system log event that is not a JSON object")
+                self.warn_once("Skipping a system log event that is not a JSON object")
                 continue
             uid = _at(event, ("metadata", "uid"), str)
             if not uid:
-                self._skip("Skipping a system log event without metadata.uid")
+                self.warn_once("Skipping a system log event without metadata.uid")
                 continue
             yield {
                 "uid": uid,
@@ -140,15 +136,10 @@ class SystemLogStream(BodyPaging, WindowedStream):
                 return normalize_timestamp(value)
         except (ValueError, OverflowError, OSError):
             pass
-        self._skip(
+        self.warn_once(
             "A system log event's time is neither epoch milliseconds nor RFC 3339: left null"
         )
         return None
-
-    def _skip(self, message: str) -> None:
-        if message not in self._warned:
-            self._warned.add(message)
-            self.logger.warning("%s (further ones this run are not reported)", message)
 
     @override
     def _increment_stream_state(
