@@ -22,6 +22,7 @@ import pytest
 
 from emulator import Dataset, Emulator, lifecycle
 from emulator.grants import CurrentGrant
+from emulator.system_log import Kind, LogEvent
 from emulator.timefmt import parse_rfc3339
 from tests.conftest import E2E_DATASET, ON_EVERY_SERVER, meltano
 from tests.test_models import (
@@ -104,6 +105,25 @@ def decertified_before_the_feed_still_held(ds: Dataset, read: GrantsRead) -> lis
     return found
 
 
+def granted_by(ds: Dataset) -> dict[tuple[str, str], str]:
+    """Who made each grant, by (entitlement, account) as the system log names them: the actor
+    of the latest successful grant logged for it, unless a revocation came after it."""
+    latest: dict[tuple[str, str], LogEvent] = {}
+    for event in ds.system_log():
+        kinds = [kind for kind, _ in event.resources[:2]]
+        if event.ok and event.kind in (Kind.GRANT, Kind.REVOKE) and kinds == GRANT_RESOURCES:
+            pair = (event.resources[0][1], event.resources[1][1])
+            if pair not in latest or (event.time, event.uid) > (
+                latest[pair].time,
+                latest[pair].uid,
+            ):
+                latest[pair] = event
+    return {pair: e.actor.uid for pair, e in latest.items() if e.kind == Kind.GRANT}
+
+
+GRANT_RESOURCES = ["AppEntitlement", "AppUser"]
+
+
 def evidence_truth(ds: Dataset, read: GrantsRead) -> dict[str, Counter]:
     tasks = ds.tasks()
     by_ref = {ref: task for task in tasks for ref in (task["id"], task["numericId"])}
@@ -137,6 +157,7 @@ def evidence_truth(ds: Dataset, read: GrantsRead) -> dict[str, Counter]:
     # The grants held now are the service's (current_grants); the feed's ADDED opened those
     # the feed knows, the service's own start and originating ticket the others.
     held_per_feed = {interval[:3]: interval for interval in lifecycle.held_at(intervals)}
+    made_by = granted_by(ds)
 
     def evidence(grant: CurrentGrant) -> tuple:
         if (interval := held_per_feed.get(grant[:3])) is not None:
@@ -158,6 +179,7 @@ def evidence_truth(ds: Dataset, read: GrantsRead) -> dict[str, Counter]:
             last[2],
             task and task.get("emergencyAccess", False),
             refs[0].get("url"),
+            made_by.get((f"{grant[0]}/{grant[1]}", f"{grant[0]}/{grant[2]}")),
         )
 
     def still_held(task: dict[str, t.Any]) -> bool:
@@ -241,7 +263,8 @@ QUERIES = {
     "{ts_granted_at}, ticket_id, reason FROM {schema}.grants_without_approval",
     "grant_evidence": "SELECT app_id, app_entitlement_id, app_user_id, {ts_granted_at}, "
     "ticket_id, task_id, requested_by_user_id, justification, approved_by_user_id, "
-    "{ts_approved_at}, emergency_access, external_reference FROM {schema}.grant_evidence",
+    "{ts_approved_at}, emergency_access, external_reference, granted_by_user_id "
+    "FROM {schema}.grant_evidence",
     "access_review_decisions": "SELECT access_review_id, task_id, app_id, app_entitlement_id, "
     "app_user_id, subject_user_id, reviewer_user_id, outcome, {ts_decided_at}, "
     "decertified_still_held FROM {schema}.access_review_decisions",
@@ -266,6 +289,7 @@ def compare(
     older = decertified_before_the_feed_still_held(ds, read)
     assert older
     assert all(row[-1] for row in expected["access_review_decisions"] if row[1] in older)
+    assert any(row[-1] for row in expected["grant_evidence"]), "the log names who granted"
     for model, sql in QUERIES.items():
         check(query, engine, model, sql, expected[model])
 

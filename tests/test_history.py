@@ -30,7 +30,7 @@ S1, S2, PARTIAL, S3, S4 = (
     "2026-01-04T02:00:00.000Z",
 )
 BUILD = ("build", "--indirect-selection", "cautious", "--select", "path:models/history")
-SELECTED = (*BUILD, "automation_exclusion_history")
+SELECTED = (*BUILD, "stg_system_log", "automation_exclusion_history")
 
 
 def exclusion(user: str, at: str) -> str:

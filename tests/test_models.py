@@ -13,6 +13,7 @@ an incremental run, a second build, and the same comparisons again.
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import typing as t
@@ -773,6 +774,39 @@ def spark_models(
     return env, query
 
 
+def logged_change(
+    ds: Dataset,
+    key: tuple[str, str, str],
+    added: datetime.datetime,
+    removed: datetime.datetime | None,
+) -> tuple[str | None, str | None]:
+    """Who added exclusion ``key`` (the latest successful exclusion of its entitlement and
+    user logged up to the snapshot that last found it added) and who removed it (the latest
+    removal logged after that, up to the snapshot that found it gone)."""
+    app_id, entitlement_id, user_id = key
+    resources = (("AppEntitlement", f"{app_id}/{entitlement_id}"), ("User", user_id))
+    changes = [e for e in ds.system_log() if e.ok and e.resources == resources]
+    adds = [e for e in changes if e.kind == system_log.Kind.EXCLUDE and e.time <= ns_of(added)]
+    add = max(adds, key=lambda e: (e.time, e.uid), default=None)
+    removals = [
+        e
+        for e in changes
+        if e.kind == system_log.Kind.UNEXCLUDE
+        and removed is not None
+        and e.time <= ns_of(removed)
+        and (add is None or e.time >= add.time)
+    ]
+    remove = max(removals, key=lambda e: (e.time, e.uid), default=None)
+    return (add and add.actor.uid), (remove and remove.actor.uid)
+
+
+def ns_of(instant: datetime.datetime) -> int:
+    """An instant the warehouse returned (naive: UTC) in ns since the epoch."""
+    if instant.tzinfo is None:
+        instant = instant.replace(tzinfo=datetime.UTC)
+    return int(instant.timestamp()) * 1_000_000_000 + instant.microsecond * 1000
+
+
 def test_models_on_spark_equal_the_emulators_truth(
     meltano_plugins: None, e2e_emulator: Emulator, tmp_path: Path
 ) -> None:
@@ -805,12 +839,18 @@ def test_models_on_spark_equal_the_emulators_truth(
             f"FROM read_parquet('{tables}/history_automation_exclusions/*.parquet') GROUP BY 1"
         ).fetchall()
         history = db.execute(
-            "SELECT app_id, app_entitlement_id, user_id, is_current, first_seen_at < last_seen_at "
+            "SELECT app_id, app_entitlement_id, user_id, is_current, first_seen_at < last_seen_at, "
+            "added_by_user_id "
             f"FROM read_parquet('{tables}/automation_exclusion_history/*.parquet')"
         ).fetchall()
     exclusions = {(r["app_id"], r["app_entitlement_id"], r["user_id"]) for r in ds.excluded_users()}
     assert sorted(changes) == [("added", len(exclusions), 1), ("snapshot", 2, 2)]
-    assert sorted(history) == sorted((*key, True, True) for key in exclusions)
+    # who added each: every exclusion was logged before the first run, and none since
+    added_by = {key: logged_change(ds, key, datetime.datetime.max, None)[0] for key in exclusions}
+    assert any(added_by.values())
+    assert sorted(history, key=str) == sorted(
+        ((*key, True, True, added_by[key]) for key in exclusions), key=str
+    )
 
     # The SQL Spark ran, quoted as BigQuery quotes (backticks), parses as BigQuery's
     # (tests/test_portability.py parses DuckDB's as Snowflake's).

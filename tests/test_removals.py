@@ -31,7 +31,14 @@ from pathlib import Path
 
 from emulator import Dataset, Emulator
 from tests.conftest import BIN, CREDENTIAL, FULL_TABLE, ROOT, meltano
-from tests.test_models import as_of_instant, compare, duckdb_models, postgres_models, truth
+from tests.test_models import (
+    as_of_instant,
+    compare,
+    duckdb_models,
+    logged_change,
+    postgres_models,
+    truth,
+)
 
 Query = t.Callable[[str], list[tuple]]
 # Per full-table stream: the distinct snapshotAt of its loaded rows, and their number.
@@ -101,10 +108,14 @@ def check_staging_and_history(
     assert len(instants) == snapshots, "one instant per complete snapshot"
 
 
-def check_history_is_the_truth(query: Query, states: list[set[tuple[str, str, str]]]) -> None:
+def check_history_is_the_truth(
+    query: Query, states: list[set[tuple[str, str, str]]], ds: Dataset
+) -> set[tuple[t.Any, ...]]:
     """automation_exclusion_history, row for row, as the service's states at the complete
     runs make it: per exclusion ever held, the first and the last run's snapshot that held it
-    and the next run's snapshot after that (its removal), current when the last run held it."""
+    and the next run's snapshot after that (its removal), current when the last run held it;
+    who added it and who removed it, as the emulator's system log says (``logged_change``).
+    Returns the rows."""
     instants = [
         row[0]
         for row in query(
@@ -118,14 +129,21 @@ def check_history_is_the_truth(query: Query, states: list[set[tuple[str, str, st
         held = [n for n, state in enumerate(states) if key in state]
         after = held[-1] + 1
         removed = instants[after] if after < len(states) else None
-        expected.add((*key, instants[held[0]], instants[held[-1]], removed, removed is None))
+        last_added = instants[max(n for n in held if n == 0 or n - 1 not in held)]
+        added_by, removed_by = logged_change(ds, key, last_added, removed)
+        first_seen, last_seen = instants[held[0]], instants[held[-1]]
+        row = (*key, first_seen, last_seen, removed, removed is None, added_by, removed_by)
+        expected.add(row)
     found = set(
         query(
             "SELECT app_id, app_entitlement_id, user_id, first_seen_at, last_seen_at, "
-            "removed_at, is_current FROM {schema}.automation_exclusion_history"
+            "removed_at, is_current, added_by_user_id, removed_by_user_id "
+            "FROM {schema}.automation_exclusion_history"
         )
     )
-    assert found == expected, (len(found - expected), len(expected - found))
+    assert found == expected, (sorted(found - expected)[:3], sorted(expected - found)[:3])
+    assert any(row[7] for row in found), "the log names who added the exclusions"
+    return found
 
 
 def check_raw_copies(raw_copies: RawCopies, expected: dict[str, tuple[int, int]]) -> None:
@@ -259,7 +277,7 @@ def scenario(
     load_and_build()
     first = service_now(ds, as_of)
     check(query, first, ever, snapshots=1)
-    check_history_is_the_truth(query, [first["exclusions"]])
+    check_history_is_the_truth(query, [first["exclusions"]], ds)
     check_raw_copies(raw_copies, one_copy(ds, first))
 
     for kind in ("exclusion", "entitlement", "user"):
@@ -274,7 +292,12 @@ def scenario(
     assert removed_entitlement not in second["entitlements"]
     load_and_build()
     check(query, second, ever, snapshots=2)
-    check_history_is_the_truth(query, [first["exclusions"], second["exclusions"]])
+    history = check_history_is_the_truth(query, [first["exclusions"], second["exclusions"]], ds)
+    removed_by = {row[:3]: row[8] for row in history if row[5] is not None}
+    assert removed_by[tuple(exclusion.values())], "the exclusion removed alone: its remover"
+    with_the_entitlement = [key for key in gone if key[:2] == removed_entitlement]
+    assert with_the_entitlement
+    assert not any(removed_by[key] for key in with_the_entitlement), "no exclusion removal logged"
     check_raw_copies(raw_copies, one_copy(ds, second))
 
     emulator.remove(**removals["later"])
@@ -284,7 +307,7 @@ def scenario(
     assert rows > len(second["exclusions"])
     build()
     check(query, second, ever, snapshots=2)
-    check_history_is_the_truth(query, [first["exclusions"], second["exclusions"]])
+    check_history_is_the_truth(query, [first["exclusions"], second["exclusions"]], ds)
     # the partial copy is newer than the snapshot the history read: kept, never read
     assert raw_copies()["automation_exclusions"] == (copies, rows)
 
@@ -305,7 +328,7 @@ def scenario(
     )
     check(query, fourth, ever, snapshots=3)
     states = [first["exclusions"], second["exclusions"], fourth["exclusions"]]
-    check_history_is_the_truth(query, states)
+    check_history_is_the_truth(query, states, ds)
     check_raw_copies(raw_copies, one_copy(ds, fourth))
 
 

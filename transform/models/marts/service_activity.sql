@@ -11,6 +11,8 @@ select
     events.operation,
     events.target_type,
     events.target_uid,
+    events.subject_type,
+    events.subject_uid,
     events.outcome,
     events.src_ip,
     events.actor_user_id,

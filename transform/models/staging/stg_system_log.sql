@@ -1,6 +1,7 @@
 -- One row per event of the service's system log (deduplicated on its uid: delivery is
 -- at-least-once and JSONL appends), with what an auditor reads of it; none when the stream
--- was not loaded. The target is the event's first resource; the tap's own reads are the
+-- was not loaded. The target is the event's first resource, the subject its second (a grant's
+-- entitlement and account, an exclusion's entitlement and user); the tap's own reads are the
 -- calls whose user agent is tap-accessgov's.
 {%- if not raw_stream_exists('system_log') %}
 select
@@ -12,6 +13,8 @@ select
     cast(null as {{ dbt.type_string() }}) as operation,
     cast(null as {{ dbt.type_string() }}) as target_type,
     cast(null as {{ dbt.type_string() }}) as target_uid,
+    cast(null as {{ dbt.type_string() }}) as subject_type,
+    cast(null as {{ dbt.type_string() }}) as subject_uid,
     cast(null as {{ dbt.type_string() }}) as outcome,
     cast(null as {{ dbt.type_string() }}) as src_ip,
     cast(null as {{ dbt.type_string() }}) as actor_user_id,
@@ -32,6 +35,8 @@ with loaded as (
         {{ adapter.quote('api_operation') }} as operation,
         {{ json_path_text('event', ['resources', 0, 'type']) }} as target_type,
         {{ json_path_text('event', ['resources', 0, 'uid']) }} as target_uid,
+        {{ json_path_text('event', ['resources', 1, 'type']) }} as subject_type,
+        {{ json_path_text('event', ['resources', 1, 'uid']) }} as subject_uid,
         {{ json_path_text('event', ['status']) }} as outcome,
         {{ adapter.quote('src_endpoint_ip') }} as src_ip,
         {{ adapter.quote('actor_user_uid') }} as actor_user_id,
@@ -53,6 +58,8 @@ select
     operation,
     target_type,
     target_uid,
+    subject_type,
+    subject_uid,
     outcome,
     src_ip,
     actor_user_id,
