@@ -76,52 +76,31 @@ logged as (
         )
 ),
 
-added as (
+matched as (
+    -- per exclusion and kind of change, its logged changes up to the snapshot that last
+    -- found it added (additions) or that found it gone (removals), the latest first
     select
         history.app_id,
         history.app_entitlement_id,
         history.user_id,
+        logged.change_type,
         logged.occurred_at,
         logged.actor_user_id,
         logged.actor_name,
         row_number() over (
-            partition by history.app_id, history.app_entitlement_id, history.user_id
+            partition by
+                history.app_id, history.app_entitlement_id, history.user_id, logged.change_type
             order by logged.occurred_at desc, logged.event_uid desc
         ) as recency
     from history
     inner join logged
-        on logged.change_type = 'added'
-        and logged.target_uid
+        on logged.target_uid
         = {{ dbt.concat(['history.app_id', "'/'", 'history.app_entitlement_id']) }}
         and logged.subject_uid = history.user_id
-        and logged.occurred_at <= history.last_added_at
-),
-
-removed as (
-    select
-        history.app_id,
-        history.app_entitlement_id,
-        history.user_id,
-        logged.occurred_at,
-        logged.actor_user_id,
-        logged.actor_name,
-        row_number() over (
-            partition by history.app_id, history.app_entitlement_id, history.user_id
-            order by logged.occurred_at desc, logged.event_uid desc
-        ) as recency
-    from history
-    inner join logged
-        on logged.change_type = 'removed'
-        and logged.target_uid
-        = {{ dbt.concat(['history.app_id', "'/'", 'history.app_entitlement_id']) }}
-        and logged.subject_uid = history.user_id
-        and logged.occurred_at <= history.removed_at
-    left join added
-        on added.app_id = history.app_id
-        and added.app_entitlement_id = history.app_entitlement_id
-        and added.user_id = history.user_id
-        and added.recency = 1
-    where added.occurred_at is null or logged.occurred_at >= added.occurred_at
+        and logged.occurred_at <= case
+            when logged.change_type = 'added' then history.last_added_at
+            else history.removed_at
+        end
 )
 
 select
@@ -140,13 +119,17 @@ select
     removed.actor_name as removed_by_name,
     removed.occurred_at as removed_logged_at
 from history
-left join added
+left join matched as added
     on added.app_id = history.app_id
     and added.app_entitlement_id = history.app_entitlement_id
     and added.user_id = history.user_id
+    and added.change_type = 'added'
     and added.recency = 1
-left join removed
+left join matched as removed
     on removed.app_id = history.app_id
     and removed.app_entitlement_id = history.app_entitlement_id
     and removed.user_id = history.user_id
+    and removed.change_type = 'removed'
     and removed.recency = 1
+    -- a removal before the addition is an earlier span's
+    and (added.occurred_at is null or removed.occurred_at >= added.occurred_at)
