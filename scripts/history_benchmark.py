@@ -38,7 +38,12 @@ import duckdb
 from support import ROOT
 
 DBT = ROOT / ".meltano/utilities/dbt-duckdb/venv/bin/dbt"
-SELECTED = ["path:models/history", "stg_automation_exclusions", "automation_exclusion_history"]
+SELECTED = [
+    "path:models/history",
+    "stg_automation_exclusions",
+    "stg_system_log",  # who added and removed each (empty where the log is not loaded)
+    "automation_exclusion_history",
+]
 Row = dict[str, t.Any]
 
 
