@@ -74,6 +74,48 @@ def tap_command(config_path: Path, catalog: Path) -> list[str]:
     return [str(TAP), "--config", str(config_path), "--catalog", str(catalog)]
 
 
+class TapRun(t.NamedTuple):
+    """One run of the tap's command line: the requests it sent to one endpoint, the records it
+    delivered, its wall seconds and its last STATE."""
+
+    requests: int
+    records: int
+    seconds: float
+    state: dict[str, t.Any]
+
+
+def requests_made(emulator: EmulatorProcess, path: str) -> int:
+    """The emulator's count of requests to ``path`` since its stats were last reset."""
+    return int(emulator.control("stats")["api_requests_by_path"].get(path, 0))
+
+
+def timed_tap_run(
+    emulator: EmulatorProcess,
+    config: Path,
+    catalog: Path,
+    workdir: Path,
+    path: str,
+    state: dict[str, t.Any] | None = None,
+) -> TapRun:
+    """The tap's command line from ``state`` (none: a first sync), timed whole, its output
+    kept to count the records and read the last STATE; exits with its stderr if it fails."""
+    command = tap_command(config, catalog)
+    if state is not None:
+        state_file = workdir / "state.json"
+        state_file.write_text(json.dumps(state))
+        command += ["--state", str(state_file)]
+    emulator.control("reset-stats", {})
+    started = time.monotonic()
+    out = subprocess.run(command, capture_output=True, check=False)
+    seconds = time.monotonic() - started
+    if out.returncode != 0:
+        sys.exit(f"the tap failed:\n{out.stderr.decode()[-3000:]}")
+    messages = [json.loads(line) for line in out.stdout.splitlines() if line]
+    records = sum(1 for m in messages if m["type"] == "RECORD")
+    final = [m["value"] for m in messages if m["type"] == "STATE"][-1]
+    return TapRun(requests_made(emulator, path), records, seconds, final)
+
+
 def with_settings(emulator: EmulatorProcess, workdir: Path, name: str, **settings: t.Any) -> Path:
     path = workdir / f"{name}-config.json"
     path.write_text(json.dumps({**emulator.config, **settings}))

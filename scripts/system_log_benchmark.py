@@ -59,49 +59,24 @@ print(read)
 """
 
 
-class Run(t.NamedTuple):
-    requests: int
-    records: int
-    seconds: float
-    state: dict[str, t.Any]
-
-
-def requests_made(emulator: EmulatorProcess) -> int:
-    return int(emulator.control("stats")["api_requests_by_path"].get(LOG, 0))
-
-
 def tap_run(
     emulator: EmulatorProcess,
     config: Path,
     catalog: Path,
     workdir: Path,
     state: dict[str, t.Any] | None = None,
-) -> Run:
-    command = bench.tap_command(config, catalog)
-    if state is not None:
-        path = workdir / "state.json"
-        path.write_text(json.dumps(state))
-        command += ["--state", str(path)]
-    emulator.control("reset-stats", {})
-    started = time.monotonic()
-    out = subprocess.run(command, capture_output=True, check=False)
-    seconds = time.monotonic() - started
-    if out.returncode != 0:
-        sys.exit(f"the tap failed:\n{out.stderr.decode()[-3000:]}")
-    messages = [json.loads(line) for line in out.stdout.splitlines() if line]
-    records = sum(1 for m in messages if m["type"] == "RECORD")
-    final = [m["value"] for m in messages if m["type"] == "STATE"][-1]
-    return Run(requests_made(emulator), records, seconds, final)
+) -> bench.TapRun:
+    return bench.timed_tap_run(emulator, config, catalog, workdir, LOG, state)
 
 
-def raw_run(emulator: EmulatorProcess, config: Path, until: str) -> Run:
+def raw_run(emulator: EmulatorProcess, config: Path, until: str) -> bench.TapRun:
     emulator.control("reset-stats", {})
     started = time.monotonic()
     out = subprocess.run(
         [sys.executable, "-c", RAW_READER, str(config), until], capture_output=True, check=True
     )
     seconds = time.monotonic() - started
-    return Run(requests_made(emulator), int(out.stdout), seconds, {})
+    return bench.TapRun(bench.requests_made(emulator, LOG), int(out.stdout), seconds, {})
 
 
 def main() -> None:

@@ -345,6 +345,8 @@ def engine_query(query: t.Callable[[str], list[tuple]], engine: str) -> t.Callab
 def test_evidence_models_on_duckdb_equal_the_emulators_truth(
     meltano_plugins: None, tenant: Emulator, tmp_path: Path
 ) -> None:
+    """The evidence models after two runs (``between_runs``), then a ``grants`` snapshot read
+    before a review closed (``a_review_closes_after_grants_were_read``)."""
     ds = tenant.dataset
     env, query = duckdb_models(tenant, tmp_path, as_of_instant(ds))
     run = engine_query(query, "duckdb")
@@ -357,15 +359,25 @@ def test_evidence_models_on_duckdb_equal_the_emulators_truth(
     assert run("SELECT max(times_loaded) FROM {schema}.stg_tasks")[0][0] >= 2
     compare(run, "duckdb", ds, grants_read(ds))
 
+    a_review_closes_after_grants_were_read(
+        ds,
+        "duckdb",
+        run,
+        lambda: meltano(
+            "run", "tap-accessgov", "target-jsonl", "dbt-duckdb:build", env=env | NOT_GRANTS
+        ),
+    )
+
 
 @ON_EVERY_SERVER
 def test_evidence_and_access_history_models_on_postgres_equal_the_emulators_truth(
     meltano_plugins: None, tenant: Emulator, postgres, warehouse_url: str, tmp_path: Path
 ) -> None:
     """The shipped job (load, then build) twice: every model of evidence and of access
-    history equals the truth. Unset fields sent empty (EmitUnpopulated) here, omitted on
-    DuckDB and in tests/test_production.py's runs (the same access-history comparison
-    there): the same answers."""
+    history equals the truth; then a ``grants`` snapshot read before a review closed. Unset
+    fields sent empty (EmitUnpopulated) here, omitted on DuckDB and in
+    tests/test_production.py's runs (the same access-history comparison there): the same
+    answers."""
     connection, schema = postgres
     tenant.emit_unpopulated = True
     ds = tenant.dataset
@@ -380,6 +392,10 @@ def test_evidence_and_access_history_models_on_postgres_equal_the_emulators_trut
     meltano("run", "accessgov", env=env)
     compare(run, "postgres", ds, grants_read(ds))
     compare_access_history(query, truth(ds, as_of))
+
+    a_review_closes_after_grants_were_read(
+        ds, "postgres", run, lambda: meltano("run", "accessgov", env=env | NOT_GRANTS)
+    )
 
 
 # A run that reads tasks and access reviews, not grants: the grants snapshot stays older.
@@ -423,35 +439,18 @@ def decisions_of(ds: Dataset, read: GrantsRead, review_id: str) -> Counter[tuple
     return expected
 
 
-def test_a_grants_snapshot_read_before_a_reviews_close_on_duckdb(
-    meltano_plugins: None, tenant: Emulator, tmp_path: Path
+def a_review_closes_after_grants_were_read(
+    ds: Dataset,
+    engine: str,
+    query: t.Callable[[str], list[tuple]],
+    run_without_grants: t.Callable[[], None],
 ) -> None:
-    """A ``grants`` snapshot read before a review closed shows none of the grants the review
+    """Right after a run that read ``grants``: a review closes, decertifying grants that
+    snapshot holds (``close_a_review_after_grants_were_read``), and a run reads tasks and
+    reviews but not ``grants``. The older snapshot shows none of the grants the review
     decertified as still held: the service may have revoked them since."""
-    ds = tenant.dataset
-    env, query = duckdb_models(tenant, tmp_path, as_of_instant(ds))
-    run = engine_query(query, "duckdb")
-    meltano("run", "tap-accessgov", "target-jsonl", "dbt-duckdb:build", env=env)
     read = grants_read(ds)
     review_id = close_a_review_after_grants_were_read(ds, read)
-    meltano("run", "tap-accessgov", "target-jsonl", "dbt-duckdb:build", env=env | NOT_GRANTS)
+    run_without_grants()
     expected = decisions_of(ds, read, review_id)
-    check(run, "duckdb", "access_review_decisions", QUERIES["access_review_decisions"], expected)
-
-
-def test_a_grants_snapshot_read_before_a_reviews_close_on_postgres(
-    meltano_plugins: None, tenant: Emulator, postgres, warehouse_url: str, tmp_path: Path
-) -> None:
-    """The same on PostgreSQL."""
-    connection, schema = postgres
-    ds = tenant.dataset
-    env, query = postgres_models(
-        tenant, tmp_path, as_of_instant(ds), connection, schema, warehouse_url
-    )
-    run = engine_query(query, "postgres")
-    meltano("run", "accessgov", env=env)
-    read = grants_read(ds)
-    review_id = close_a_review_after_grants_were_read(ds, read)
-    meltano("run", "accessgov", env=env | NOT_GRANTS)
-    expected = decisions_of(ds, read, review_id)
-    check(run, "postgres", "access_review_decisions", QUERIES["access_review_decisions"], expected)
+    check(query, engine, "access_review_decisions", QUERIES["access_review_decisions"], expected)

@@ -774,23 +774,37 @@ def spark_models(
     return env, query
 
 
+Resources = tuple[tuple[str, str], ...]
+
+
+def exclusion_changes(ds: Dataset) -> dict[Resources, list[system_log.LogEvent]]:
+    """The successful additions and removals of exclusions the system log holds, by the
+    event's resources (the app entitlement, then the user): one pass over the log."""
+    found: dict[Resources, list[system_log.LogEvent]] = {}
+    for event in ds.system_log():
+        if event.ok and event.kind in (system_log.Kind.EXCLUDE, system_log.Kind.UNEXCLUDE):
+            found.setdefault(tuple(event.resources), []).append(event)
+    return found
+
+
 def logged_change(
-    ds: Dataset,
+    changes: dict[Resources, list[system_log.LogEvent]],
     key: tuple[str, str, str],
     added: datetime.datetime,
     removed: datetime.datetime | None,
 ) -> tuple[str | None, str | None]:
     """Who added exclusion ``key`` (the latest successful exclusion of its entitlement and
     user logged up to the snapshot that last found it added) and who removed it (the latest
-    removal logged after that, up to the snapshot that found it gone)."""
+    removal logged after that, up to the snapshot that found it gone), from
+    ``exclusion_changes``."""
     app_id, entitlement_id, user_id = key
     resources = (("AppEntitlement", f"{app_id}/{entitlement_id}"), ("User", user_id))
-    changes = [e for e in ds.system_log() if e.ok and e.resources == resources]
-    adds = [e for e in changes if e.kind == system_log.Kind.EXCLUDE and e.time <= ns_of(added)]
+    logged = changes.get(resources, [])
+    adds = [e for e in logged if e.kind == system_log.Kind.EXCLUDE and e.time <= ns_of(added)]
     add = max(adds, key=lambda e: (e.time, e.uid), default=None)
     removals = [
         e
-        for e in changes
+        for e in logged
         if e.kind == system_log.Kind.UNEXCLUDE
         and removed is not None
         and e.time <= ns_of(removed)
@@ -846,7 +860,10 @@ def test_models_on_spark_equal_the_emulators_truth(
     exclusions = {(r["app_id"], r["app_entitlement_id"], r["user_id"]) for r in ds.excluded_users()}
     assert sorted(changes) == [("added", len(exclusions), 1), ("snapshot", 2, 2)]
     # who added each: every exclusion was logged before the first run, and none since
-    added_by = {key: logged_change(ds, key, datetime.datetime.max, None)[0] for key in exclusions}
+    changes = exclusion_changes(ds)
+    added_by = {
+        key: logged_change(changes, key, datetime.datetime.max, None)[0] for key in exclusions
+    }
     assert any(added_by.values())
     assert sorted(history, key=str) == sorted(
         ((*key, True, True, added_by[key]) for key in exclusions), key=str

@@ -35,6 +35,7 @@ from tests.test_models import (
     as_of_instant,
     compare,
     duckdb_models,
+    exclusion_changes,
     logged_change,
     postgres_models,
     truth,
@@ -125,12 +126,13 @@ def check_history_is_the_truth(
     ]
     assert len(instants) == len(states), "one snapshot read per complete run"
     expected = set()
+    changes = exclusion_changes(ds)
     for key in set().union(*states):
         held = [n for n, state in enumerate(states) if key in state]
         after = held[-1] + 1
         removed = instants[after] if after < len(states) else None
         last_added = instants[max(n for n in held if n == 0 or n - 1 not in held)]
-        added_by, removed_by = logged_change(ds, key, last_added, removed)
+        added_by, removed_by = logged_change(changes, key, last_added, removed)
         first_seen, last_seen = instants[held[0]], instants[held[-1]]
         row = (*key, first_seen, last_seen, removed, removed is None, added_by, removed_by)
         expected.add(row)

@@ -31,15 +31,15 @@
     {%- set raw = source('accessgov', stream) -%}
     {%- set columns = history_columns(stream) -%}
     {%- if not raw_stream_exists(stream) %}
-select
-    {%- for column in columns %}
-    cast(null as {{ dbt.type_string() }}) as {{ snake_case(column) }},
+    {%- set typed = [] -%}
+    {%- for column in columns -%}
+        {%- do typed.append((snake_case(column), dbt.type_string())) -%}
     {%- endfor %}
-    cast(null as {{ dbt.type_string() }}) as row_hash,
-    cast(null as {{ dbt.type_string() }}) as change_type,
-    cast(null as {{ type_timestamp_tz() }}) as snapshot_at
-from (select 1 as nothing) as not_loaded  -- BigQuery has no WHERE without a FROM
-where 1 = 0
+{{ no_rows(typed + [
+    ('row_hash', dbt.type_string()),
+    ('change_type', dbt.type_string()),
+    ('snapshot_at', type_timestamp_tz()),
+]) }}
     {%- else %}
 with captured as (
     {%- if is_incremental() %}
@@ -193,6 +193,17 @@ where neighbours.{{ neighbour }} is null
 {% macro spark__raw_stream_exists(stream) -%}
     {#- declare_jsonl_sources declares every source's table, whether or not its file exists. -#}
     {{ return(true) }}
+{%- endmacro %}
+
+{% macro no_rows(columns) -%}
+    {#- A select of no rows with these (name, type) columns: a model over a stream the loader
+        has not written (raw_stream_exists), with the columns and types of one that has. -#}
+select
+    {%- for name, type in columns %}
+    cast(null as {{ type }}) as {{ name }}{{ ',' if not loop.last }}
+    {%- endfor %}
+from (select 1 as nothing) as not_loaded  -- BigQuery has no WHERE without a FROM
+where 1 = 0
 {%- endmacro %}
 
 {% macro jsonl_file(stream) -%}

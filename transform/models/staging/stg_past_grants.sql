@@ -2,14 +2,13 @@
 -- on its key: delivery is at-least-once and JSONL appends); none when the stream was not
 -- loaded.
 {%- if not raw_stream_exists('past_grants') %}
-select
-    cast(null as {{ dbt.type_string() }}) as app_id,
-    cast(null as {{ dbt.type_string() }}) as app_entitlement_id,
-    cast(null as {{ dbt.type_string() }}) as app_user_id,
-    cast(null as {{ type_timestamp_tz() }}) as granted_at,
-    cast(null as {{ type_timestamp_tz() }}) as revoked_at
-from (select 1 as nothing) as not_loaded  -- BigQuery has no WHERE without a FROM
-where 1 = 0
+{{ no_rows([
+    ('app_id', dbt.type_string()),
+    ('app_entitlement_id', dbt.type_string()),
+    ('app_user_id', dbt.type_string()),
+    ('granted_at', type_timestamp_tz()),
+    ('revoked_at', type_timestamp_tz()),
+]) }}
 {%- else %}
 with loaded as (
     select

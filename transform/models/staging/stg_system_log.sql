@@ -4,26 +4,25 @@
 -- entitlement and account, an exclusion's entitlement and user); the tap's own reads are the
 -- calls whose user agent is tap-accessgov's.
 {%- if not raw_stream_exists('system_log') %}
-select
-    cast(null as {{ dbt.type_string() }}) as event_uid,
-    cast(null as {{ type_timestamp_tz() }}) as occurred_at,
-    cast(null as {{ dbt.type_bigint() }}) as class_uid,
-    cast(null as {{ dbt.type_bigint() }}) as activity_id,
-    cast(null as {{ dbt.type_string() }}) as activity,
-    cast(null as {{ dbt.type_string() }}) as operation,
-    cast(null as {{ dbt.type_string() }}) as target_type,
-    cast(null as {{ dbt.type_string() }}) as target_uid,
-    cast(null as {{ dbt.type_string() }}) as subject_type,
-    cast(null as {{ dbt.type_string() }}) as subject_uid,
-    cast(null as {{ dbt.type_string() }}) as outcome,
-    cast(null as {{ dbt.type_string() }}) as src_ip,
-    cast(null as {{ dbt.type_string() }}) as actor_user_id,
-    cast(null as {{ dbt.type_string() }}) as actor_name,
-    cast(null as {{ dbt.type_string() }}) as actor_email,
-    cast(null as {{ dbt.type_string() }}) as user_agent,
-    cast(null as boolean) as is_this_tap
-from (select 1 as nothing) as not_loaded  -- BigQuery has no WHERE without a FROM
-where 1 = 0
+{{ no_rows([
+    ('event_uid', dbt.type_string()),
+    ('occurred_at', type_timestamp_tz()),
+    ('class_uid', dbt.type_bigint()),
+    ('activity_id', dbt.type_bigint()),
+    ('activity', dbt.type_string()),
+    ('operation', dbt.type_string()),
+    ('target_type', dbt.type_string()),
+    ('target_uid', dbt.type_string()),
+    ('subject_type', dbt.type_string()),
+    ('subject_uid', dbt.type_string()),
+    ('outcome', dbt.type_string()),
+    ('src_ip', dbt.type_string()),
+    ('actor_user_id', dbt.type_string()),
+    ('actor_name', dbt.type_string()),
+    ('actor_email', dbt.type_string()),
+    ('user_agent', dbt.type_string()),
+    ('is_this_tap', dbt.type_boolean()),
+]) }}
 {%- else %}
 with loaded as (
     select
