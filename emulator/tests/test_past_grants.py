@@ -116,6 +116,21 @@ def test_the_filters_find_an_entitlements_and_an_accounts_periods(tenant: Emulat
         expected = [p for p in truth(tenant.dataset.past_grants()) if wanted(p)]
         assert sorted(found) == expected
         assert some[:6] in found
+    # appIds and another filter: the periods both find (another app's: none)
+    other = next(p.app_id for p in tenant.dataset.past_grants() if p.app_id != some.app_id)
+    both = {"appIds": [some.app_id], "appUserRefs": [account]}
+    assert some[:6] in [as_truth(v) for v in search_all(api, tenant, both)]
+    assert search_all(api, tenant, {"appIds": [other], "appEntitlementRefs": [entitlement]}) == []
+
+
+def test_a_search_of_one_app_pages_through_its_history_as_kept(tenant: Emulator) -> None:
+    """Each page of a whole app's search (the tap's first sync) is a slice of that app's
+    periods as kept, in the server's order: not every period scanned and sorted again for
+    each page (200,000 periods: scripts/past_grants_benchmark.py)."""
+    past = tenant.dataset.past
+    app = tenant.dataset.past_grants()[0].app_id
+    assert past.of_apps({app}) is past.of_apps({app})
+    assert past.of_apps({app}) == [p for p in tenant.dataset.past_grants() if p.app_id == app]
 
 
 def test_a_grant_the_feed_closes_while_a_run_reads_is_listed_from_then_on() -> None:
