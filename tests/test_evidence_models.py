@@ -24,7 +24,7 @@ from emulator import Dataset, Emulator, lifecycle
 from emulator.grants import CurrentGrant
 from emulator.system_log import Kind, LogEvent
 from emulator.timefmt import parse_rfc3339
-from tests.conftest import E2E_DATASET, ON_EVERY_SERVER, meltano
+from tests.conftest import E2E_DATASET, meltano
 from tests.test_models import (
     as_of_instant,
     duckdb_models,
@@ -369,15 +369,14 @@ def test_evidence_models_on_duckdb_equal_the_emulators_truth(
     )
 
 
-@ON_EVERY_SERVER
 def test_evidence_and_access_history_models_on_postgres_equal_the_emulators_truth(
     meltano_plugins: None, tenant: Emulator, postgres, warehouse_url: str, tmp_path: Path
 ) -> None:
     """The shipped job (load, then build) twice: every model of evidence and of access
     history equals the truth; then a ``grants`` snapshot read before a review closed. Unset
     fields sent empty (EmitUnpopulated) here, omitted on DuckDB and in
-    tests/test_production.py's runs (the same access-history comparison there): the same
-    answers."""
+    tests/test_production.py's second runner (the same comparisons there, on every server):
+    the same answers."""
     connection, schema = postgres
     tenant.emit_unpopulated = True
     ds = tenant.dataset

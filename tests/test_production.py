@@ -23,12 +23,13 @@ from pathlib import Path
 
 import pytest
 
-from emulator import Emulator
+from emulator import Dataset, Emulator
 from emulator.timefmt import format_ns
 from tests.conftest import (
     BIN,
     CREDENTIAL,
     DBT_PER_WORKER,
+    E2E_DATASET,
     ON_EVERY_SERVER,
     PLUGIN_KINDS,
     ROOT,
@@ -36,6 +37,8 @@ from tests.conftest import (
     ns,
     tap_env,
 )
+from tests.test_evidence_models import compare as compare_evidence
+from tests.test_evidence_models import engine_query, grants_read
 from tests.test_models import as_of_instant, compare, postgres_models_query, truth
 
 JOB_STATE_ID = "prod:tap-accessgov-to-target-postgres"  # Meltano's name for the job's EL block
@@ -154,25 +157,39 @@ def models_query(warehouse: dict[str, t.Any]) -> t.Callable[[str], list[tuple]]:
     return postgres_models_query(warehouse["connection"], warehouse["schema"])
 
 
+def compare_models(warehouse: dict[str, t.Any], ds: Dataset, as_of: int) -> None:
+    """Right after a run: the access history models and the evidence models equal the
+    truth."""
+    query = models_query(warehouse)
+    compare(query, truth(ds, as_of))
+    compare_evidence(engine_query(query, "postgres"), "postgres", ds, grants_read(ds))
+
+
 @ON_EVERY_SERVER  # state and run records in each release's system database
 def test_a_second_runner_with_a_fresh_project_continues_from_the_first_ones_state(
-    meltano_plugins: None, e2e_emulator: Emulator, warehouse, tmp_path: Path
+    meltano_plugins: None,
+    make_emulator: t.Callable[..., Emulator],
+    warehouse: dict[str, t.Any],
+    tmp_path: Path,
 ) -> None:
     """Also the models on PostgreSQL with unset fields omitted by every endpoint (sent empty:
     tests/test_evidence_models.py; the vendor's mix: this file's other runs), each run's
-    compared with the truth."""
-    e2e_emulator.emit_unpopulated = False
-    env = prod_env(e2e_emulator, warehouse)
-    ds = e2e_emulator.dataset
+    compared with the truth: access history, and evidence on the evidence tests' tenant
+    (``compare_models``; on every server, where tests/test_evidence_models.py's PostgreSQL
+    test runs on the configured one)."""
+    tenant = make_emulator(Dataset(**E2E_DATASET, ticket_ids="mixed"))
+    tenant.emit_unpopulated = False
+    env = prod_env(tenant, warehouse)
+    ds = tenant.dataset
     as_of = as_of_instant(ds)
 
     returncode, output = run_job(fresh_copy(tmp_path / "runner-1"), env)
     assert returncode == 0, output[-4000:]
-    compare(models_query(warehouse), truth(ds, as_of))
-    first_feed_pages = e2e_emulator.stats["api_requests_by_path"]["/api/v1/grants/feed"]
+    compare_models(warehouse, ds, as_of)
+    first_feed_pages = tenant.stats["api_requests_by_path"]["/api/v1/grants/feed"]
 
-    e2e_emulator.add_events(count=150)
-    e2e_emulator.reset_stats()
+    tenant.add_events(count=150)
+    tenant.reset_stats()
     (before_second_run,) = (
         warehouse["connection"].execute("SELECT txid_current() % 4294967296").fetchone()
     )
@@ -183,7 +200,7 @@ def test_a_second_runner_with_a_fresh_project_continues_from_the_first_ones_stat
     # Incremental: only the pages after the first run's bookmark, and only the new events
     # (plus those at the bookmark instant, which `after` re-reads) written to the table; the
     # feed read twice, by grant_feed and by past_grants (the removals since its bookmark).
-    feed_pages = e2e_emulator.stats["api_requests_by_path"]["/api/v1/grants/feed"]
+    feed_pages = tenant.stats["api_requests_by_path"]["/api/v1/grants/feed"]
     assert feed_pages <= 2 * 3 < first_feed_pages
     (written,) = (
         warehouse["connection"]
@@ -194,7 +211,7 @@ def test_a_second_runner_with_a_fresh_project_continues_from_the_first_ones_stat
         .fetchone()
     )
     assert 150 <= written <= 155
-    compare(models_query(warehouse), truth(ds, as_of))
+    compare_models(warehouse, ds, as_of)
     assert runs(warehouse) == [("SUCCESS", None), ("SUCCESS", None)]
 
     # The README's two operations, from yet another copy: the state, and a backfill from a date.
@@ -208,7 +225,7 @@ def test_a_second_runner_with_a_fresh_project_continues_from_the_first_ones_stat
     )
 
     since = sorted((e["feed"]["date"] for e in ds.feed_entries()), key=ns)[ds.total // 2]
-    e2e_emulator.reset_stats()
+    tenant.reset_stats()
     returncode, output = run_job(
         third, env | {"TAP_ACCESSGOV_START_DATE": since}, "run", "--full-refresh", "accessgov"
     )
@@ -216,7 +233,7 @@ def test_a_second_runner_with_a_fresh_project_continues_from_the_first_ones_stat
     since_then = sum(ns(e["feed"]["date"]) >= ns(since) for e in ds.feed_entries())
     assert since_then < ds.total
     assert f"grant_feed: {since_then:,} records in" in output  # the tap's count of the run
-    compare(models_query(warehouse), truth(ds, as_of))
+    compare_models(warehouse, ds, as_of)
     returncode, output = run_job(third, env, "state", "get", JOB_STATE_ID)
     state = json.loads(output.strip().splitlines()[-1])
     assert ns(state["singer_state"]["bookmarks"]["grant_feed"]["replication_key_value"]) == ns(
