@@ -25,7 +25,6 @@ import pytest
 from emulator import Dataset, Emulator, lifecycle, system_log
 from emulator.timefmt import format_ns
 from tests.conftest import (
-    ON_EVERY_SERVER,
     STREAMS,
     libpq_env,
     meltano,
@@ -1069,34 +1068,31 @@ def quadratic_joins(plan: dict[str, t.Any], event_scale: set[str]) -> list[str]:
     return found
 
 
-@ON_EVERY_SERVER  # each release's planner
-def test_model_plans_stay_linear_whatever_the_planner_estimates(
-    meltano_plugins: None, e2e_emulator: Emulator, postgres, warehouse_url: str, tmp_path: Path
-) -> None:
-    """Times nothing: builds the models on loaded tables, then asks PostgreSQL for the plan
-    of every model with hash and merge joins switched off, i.e. the nested loops a planner
-    misled by its estimates (it cannot estimate filters on computed columns) would pick.
-    Every such loop over the events must look rows up through an index."""
-    connection, schema = postgres
-    env = postgres_env(
-        base_env(e2e_emulator, tmp_path, as_of_instant(e2e_emulator.dataset)), warehouse_url, schema
-    )
-    env["DBT_POSTGRES_TARGET_PATH"] = str(tmp_path / "dbt")  # where manifest.json goes
-    meltano("run", "tap-accessgov", "target-postgres", "dbt-postgres:run", env=env)
-    manifest = json.loads((tmp_path / "dbt" / "manifest.json").read_text())
+def check_plans_stay_linear(connection: t.Any, target: Path) -> None:
+    """Times nothing: on models dbt built into loaded tables (``target``: its target path,
+    manifest.json and the compiled SQL), asks PostgreSQL for the plan of every model with hash
+    and merge joins switched off, i.e. the nested loops a planner misled by its estimates (it
+    cannot estimate filters on computed columns) would pick. Every such loop over the events
+    must look rows up through an index. (Run by tests/test_production.py's second runner, on
+    every server.)"""
+    manifest = json.loads((target / "manifest.json").read_text())
     event_scale = event_scale_relations(manifest)
     assert {"grant_feed", "int_grant_lifecycle_events", "grants_without_ticket"} <= event_scale
 
     connection.execute("SET enable_hashjoin = off")
     connection.execute("SET enable_mergejoin = off")
     offenders, explained = {}, 0
-    for node in manifest["nodes"].values():
-        if node["resource_type"] != "model":
-            continue
-        compiled = tmp_path / "dbt" / "compiled" / node["package_name"] / node["original_file_path"]
-        row = connection.execute("EXPLAIN (FORMAT JSON) " + compiled.read_text()).fetchone()
-        explained += 1
-        if found := quadratic_joins(row[0][0]["Plan"], event_scale):
-            offenders[node["name"]] = found
+    try:
+        for node in manifest["nodes"].values():
+            if node["resource_type"] != "model":
+                continue
+            compiled = target / "compiled" / node["package_name"] / node["original_file_path"]
+            row = connection.execute("EXPLAIN (FORMAT JSON) " + compiled.read_text()).fetchone()
+            explained += 1
+            if found := quadratic_joins(row[0][0]["Plan"], event_scale):
+                offenders[node["name"]] = found
+    finally:
+        connection.execute("RESET enable_hashjoin")
+        connection.execute("RESET enable_mergejoin")
     assert explained >= len(QUERIES)
     assert not offenders, f"nested loops over the events without an index: {offenders}"

@@ -39,7 +39,13 @@ from tests.conftest import (
 )
 from tests.test_evidence_models import compare as compare_evidence
 from tests.test_evidence_models import engine_query, grants_read
-from tests.test_models import as_of_instant, compare, postgres_models_query, truth
+from tests.test_models import (
+    as_of_instant,
+    check_plans_stay_linear,
+    compare,
+    postgres_models_query,
+    truth,
+)
 
 JOB_STATE_ID = "prod:tap-accessgov-to-target-postgres"  # Meltano's name for the job's EL block
 
@@ -183,9 +189,12 @@ def test_a_second_runner_with_a_fresh_project_continues_from_the_first_ones_stat
     ds = tenant.dataset
     as_of = as_of_instant(ds)
 
-    returncode, output = run_job(fresh_copy(tmp_path / "runner-1"), env)
+    first = fresh_copy(tmp_path / "runner-1")
+    returncode, output = run_job(first, env)
     assert returncode == 0, output[-4000:]
     compare_models(warehouse, ds, as_of)
+    # each release's planner: no model's plan turns quadratic in the events
+    check_plans_stay_linear(warehouse["connection"], first / "transform" / "target" / "postgres")
     first_feed_pages = tenant.stats["api_requests_by_path"]["/api/v1/grants/feed"]
 
     tenant.add_events(count=150)
