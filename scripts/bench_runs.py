@@ -116,6 +116,50 @@ def timed_tap_run(
     return TapRun(requests_made(emulator, path), records, seconds, final)
 
 
+# The plainest client of a search the service pages (``POST``): one token, one request after
+# another, each item a JSON line to /dev/null; prints how many it read. Arguments: the tap's
+# config file, the path, the first request's body (JSON).
+SEQUENTIAL_READER = """
+import json, sys, requests
+config = json.load(open(sys.argv[1]))
+path, body = sys.argv[2], json.loads(sys.argv[3])
+token = requests.post(config["api_url"] + "/auth/v1/token", data={
+    "grant_type": "client_credentials", "client_id": config["client_id"],
+    "client_secret": config["client_secret"]}, timeout=60).json()["access_token"]
+session = requests.Session()
+session.headers["Authorization"] = "Bearer " + token
+read = 0
+with open("/dev/null", "w") as out:
+    while True:
+        answer = session.post(config["api_url"] + path, json=body)
+        answer.raise_for_status()  # an error answer is not the end of the list
+        page = answer.json()
+        for item in page.get("list") or []:
+            out.write(json.dumps(item) + "\\n")
+            read += 1
+        if not page.get("nextPageToken"):
+            break
+        body["pageToken"] = page["nextPageToken"]
+print(read)
+"""
+
+
+def sequential_read(
+    emulator: EmulatorProcess, config: Path, path: str, body: dict[str, t.Any]
+) -> TapRun:
+    """``SEQUENTIAL_READER`` of ``path`` from ``body``, timed whole: the baseline a tap's
+    first sync is measured against (its requests, the items it read, its seconds)."""
+    emulator.control("reset-stats", {})
+    started = time.monotonic()
+    out = subprocess.run(
+        [sys.executable, "-c", SEQUENTIAL_READER, str(config), path, json.dumps(body)],
+        capture_output=True,
+        check=True,
+    )
+    seconds = time.monotonic() - started
+    return TapRun(requests_made(emulator, path), int(out.stdout), seconds, {})
+
+
 def with_settings(emulator: EmulatorProcess, workdir: Path, name: str, **settings: t.Any) -> Path:
     path = workdir / f"{name}-config.json"
     path.write_text(json.dumps({**emulator.config, **settings}))

@@ -16,10 +16,8 @@ seconds (default 100 ms), pages of 100. Side by side in one run:
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import bench_runs as bench
@@ -27,39 +25,11 @@ from support import EmulatorProcess
 
 SEARCH = "/api/v1/search/past-grants"
 FEED = "/api/v1/grants/feed"
-RAW_READER = """
-import json, sys, requests
-config = json.load(open(sys.argv[1]))
-token = requests.post(config["api_url"] + "/auth/v1/token", data={
-    "grant_type": "client_credentials", "client_id": config["client_id"],
-    "client_secret": config["client_secret"]}, timeout=60).json()["access_token"]
-session = requests.Session()
-session.headers["Authorization"] = "Bearer " + token
-body = {"pageSize": 100}
-read = 0
-with open("/dev/null", "w") as out:
-    while True:
-        answer = session.post(config["api_url"] + "/api/v1/search/past-grants", json=body)
-        answer.raise_for_status()  # an error answer is not the end of the list
-        page = answer.json()
-        for past in page.get("list") or []:
-            out.write(json.dumps(past) + "\\n")
-            read += 1
-        if not page.get("nextPageToken"):
-            break
-        body["pageToken"] = page["nextPageToken"]
-print(read)
-"""
 
 
 def raw_run(emulator: EmulatorProcess, config: Path) -> bench.TapRun:
-    emulator.control("reset-stats", {})
-    started = time.monotonic()
-    out = subprocess.run(
-        [sys.executable, "-c", RAW_READER, str(config)], capture_output=True, check=True
-    )
-    seconds = time.monotonic() - started
-    return bench.TapRun(bench.requests_made(emulator, SEARCH), int(out.stdout), seconds, {})
+    """The sequential reader: one search of every ended grant, page after page."""
+    return bench.sequential_read(emulator, config, SEARCH, {"pageSize": 100})
 
 
 def ended_grants(workdir: Path, events: int, before_feed: int) -> int:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,29 +33,6 @@ from backfill_benchmark import _killed_then_resumed
 from support import EmulatorProcess
 
 LOG = "/api/v1/systemlog/events"
-RAW_READER = """
-import json, sys, requests
-config = json.load(open(sys.argv[1]))
-token = requests.post(config["api_url"] + "/auth/v1/token", data={
-    "grant_type": "client_credentials", "client_id": config["client_id"],
-    "client_secret": config["client_secret"]}, timeout=60).json()["access_token"]
-session = requests.Session()
-session.headers["Authorization"] = "Bearer " + token
-body = {"pageSize": 100, "sortDirection": "SORT_DIRECTION_ASC", "until": sys.argv[2]}
-read = 0
-with open("/dev/null", "w") as out:
-    while True:
-        answer = session.post(config["api_url"] + "/api/v1/systemlog/events", json=body)
-        answer.raise_for_status()  # an error answer is not the end of the log
-        page = answer.json()
-        for event in page.get("list") or []:
-            out.write(json.dumps(event) + "\\n")
-            read += 1
-        if not page.get("nextPageToken"):
-            break
-        body["pageToken"] = page["nextPageToken"]
-print(read)
-"""
 
 
 def tap_run(
@@ -70,13 +46,9 @@ def tap_run(
 
 
 def raw_run(emulator: EmulatorProcess, config: Path, until: str) -> bench.TapRun:
-    emulator.control("reset-stats", {})
-    started = time.monotonic()
-    out = subprocess.run(
-        [sys.executable, "-c", RAW_READER, str(config), until], capture_output=True, check=True
-    )
-    seconds = time.monotonic() - started
-    return bench.TapRun(bench.requests_made(emulator, LOG), int(out.stdout), seconds, {})
+    """The sequential reader: ListEvents oldest first, up to ``until``."""
+    body = {"pageSize": 100, "sortDirection": "SORT_DIRECTION_ASC", "until": until}
+    return bench.sequential_read(emulator, config, LOG, body)
 
 
 def main() -> None:

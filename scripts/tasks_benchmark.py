@@ -17,42 +17,15 @@ least the decided ones.
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import sys
 import tempfile
-import time
 import typing as t
 from pathlib import Path
 
-from support import BIN, EmulatorProcess
+import bench_runs as bench
+from support import EmulatorProcess
 
 SEARCH = "/api/v1/search/tasks"
-
-
-def tasks_catalog(emulator: EmulatorProcess, workdir: Path) -> Path:
-    """The tap's discovered catalog with only ``tasks`` selected."""
-    found = subprocess.run(
-        [str(BIN / "tap-accessgov"), "--config", str(emulator.config_path), "--discover"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    catalog = json.loads(found.stdout)
-    for entry in catalog["streams"]:
-        for item in entry["metadata"]:
-            if not item["breadcrumb"]:
-                item["metadata"]["selected"] = entry["tap_stream_id"] == "tasks"
-    path = workdir / "catalog.json"
-    path.write_text(json.dumps(catalog))
-    return path
-
-
-class Run(t.NamedTuple):
-    requests: int
-    records: int
-    seconds: float
-    state: dict[str, t.Any]
 
 
 def sync(
@@ -61,28 +34,13 @@ def sync(
     workdir: Path,
     workers: int,
     state: dict[str, t.Any] | None = None,
-) -> Run:
+) -> bench.TapRun:
     """One run of the tap's command line for ``tasks``: the search requests it sent, the
     records it wrote, its wall time and its final STATE."""
-    config = {**emulator.config, "max_concurrency": workers, "page_size": 100}
-    config_path = workdir / f"config-{workers}.json"
-    config_path.write_text(json.dumps(config))
-    args = [str(BIN / "tap-accessgov"), "--config", str(config_path), "--catalog", str(catalog)]
-    if state is not None:
-        state_path = workdir / "state.json"
-        state_path.write_text(json.dumps(state))
-        args += ["--state", str(state_path)]
-    emulator.control("reset-stats", {})
-    started = time.monotonic()
-    out = subprocess.run(args, capture_output=True, text=True, check=False)
-    seconds = time.monotonic() - started
-    if out.returncode != 0:
-        sys.exit(f"the tap failed:\n{out.stderr[-3000:]}")
-    messages = [json.loads(line) for line in out.stdout.splitlines() if line]
-    records = sum(1 for m in messages if m["type"] == "RECORD")
-    final = [m["value"] for m in messages if m["type"] == "STATE"][-1]
-    stats = emulator.control("stats")
-    return Run(stats["api_requests_by_path"].get(SEARCH, 0), records, seconds, final)
+    config = bench.with_settings(
+        emulator, workdir, f"workers-{workers}", max_concurrency=workers, page_size=100
+    )
+    return bench.timed_tap_run(emulator, config, catalog, workdir, SEARCH, state)
 
 
 def main() -> None:
@@ -98,7 +56,7 @@ def main() -> None:
         options = ["--events", str(args.events), "--latency", str(args.latency)]
         emulator = EmulatorProcess(workdir, "tasks", *options, timeout=300)
         try:
-            catalog = tasks_catalog(emulator, workdir)
+            catalog = bench.catalog_for(emulator.config_path, "tasks", workdir)
             warm_up(emulator, catalog, workdir)
             firsts = {w: sync(emulator, catalog, workdir, w) for w in workers}
             counts = {run.records for run in firsts.values()}
