@@ -116,6 +116,19 @@ def timed_tap_run(
     return TapRun(requests_made(emulator, path), records, seconds, final)
 
 
+def print_runs(rows: tuple[tuple[str, TapRun], ...]) -> None:
+    """A table of named runs (requests, records, seconds), then how much faster the first
+    (the tap's first sync) was than the second (the sequential reader)."""
+    width = max(len(name) for name, _ in rows) + 4
+    print(f"{'run':<{width}}{'requests':>10}{'records':>10}{'seconds':>10}")
+    for name, run in rows:
+        print(f"{name:<{width}}{run.requests:>10,}{run.records:>10,}{run.seconds:>10.1f}")
+    (_, tap), (_, reader) = rows[:2]
+    print(
+        f"first sync: the tap {reader.seconds / tap.seconds:.1f}x as fast as one sequential reader"
+    )
+
+
 # The plainest client of a search the service pages (``POST``): one token, one request after
 # another, each item a JSON line to /dev/null; prints how many it read. Arguments: the tap's
 # config file, the path, the first request's body (JSON).

@@ -90,17 +90,12 @@ def main() -> None:
         f"({from_feed:,} of the feed's history, {first.records - from_feed:,} over before it "
         "began)"
     )
-    print(f"{'run':<48}{'requests':>10}{'records':>10}{'seconds':>10}")
     rows = (
         ("first sync, the tap", first),
         ("first sync, one sequential reader", raw),
         (f"nightly ({args.nightly:,} grant events since)", nightly),
     )
-    for name, run in rows:
-        print(f"{name:<48}{run.requests:>10,}{run.records:>10,}{run.seconds:>10.1f}")
-    print(
-        f"first sync: the tap {raw.seconds / first.seconds:.1f}x as fast as one sequential reader"
-    )
+    bench.print_runs(rows)
     print(
         f"nightly: {nightly.requests} searches ({nightly.requests / first.requests:.1%} of the "
         f"first sync's) and {feed_requests} reads of the grant feed since the bookmark, for "

@@ -102,17 +102,12 @@ def main() -> None:
         f"system_log stream, {args.latency * 1000:.0f} ms per request, pages of 100, "
         f"{args.workers} in flight; log: {first.records:,} events"
     )
-    print(f"{'run':<44}{'requests':>10}{'records':>10}{'seconds':>10}")
     rows = (
         ("first sync, the tap", first),
         ("first sync, one sequential reader", raw),
         (f"nightly ({args.nightly:,} grant events, runs' calls)", nightly),
     )
-    for name, run in rows:
-        print(f"{name:<44}{run.requests:>10,}{run.records:>10,}{run.seconds:>10.1f}")
-    print(
-        f"first sync: the tap {raw.seconds / first.seconds:.1f}x as fast as one sequential reader"
-    )
+    bench.print_runs(rows)
     print(
         f"killed after 70% ({delivered:,} records) and resumed ({resumed:,}): "
         f"{read_twice:,} events read twice ({read_twice / first.records:.1%} of the log)"
