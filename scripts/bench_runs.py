@@ -1,7 +1,10 @@
 """How a benchmark side is run and timed, shared by scripts/benchmark.py and its sections
-(backfill_benchmark.py, benchmark_snapshots.py): an emulator with the listed exclusion
-entitlements every section measured with, the tap with a catalog of one stream, the baseline
-client, a command timed as a whole process, and Meltano runs with the peak RSS of its children.
+(backfill_benchmark.py, benchmark_snapshots.py) and by the streams' own benchmarks
+(system_log_benchmark.py, past_grants_benchmark.py, tasks_benchmark.py): an emulator with the
+listed exclusion entitlements every section measured with, the tap with a catalog of one stream
+(timed with its requests, records and last STATE), the baseline clients (raw_loop.py; the
+sequential reader of a paged search), a command timed as a whole process, and Meltano runs
+with the peak RSS of its children.
 
 Peak RSS under Meltano: Meltano starts the tap and the target as its own children, so
 ``os.wait4`` on Meltano would report only the largest process of the tree. A thread polls

@@ -375,8 +375,9 @@ def test_evidence_and_access_history_models_on_postgres_equal_the_emulators_trut
     """The shipped job (load, then build) twice: every model of evidence and of access
     history equals the truth; then a ``grants`` snapshot read before a review closed. Unset
     fields sent empty (EmitUnpopulated) here, omitted on DuckDB and in
-    tests/test_production.py's second runner (the same comparisons there, on every server):
-    the same answers."""
+    tests/test_production.py's second runner (the same comparisons there, after decided tasks
+    and new events, on every server): the same answers. The review-close step is served the
+    vendor's mix, as the other runs of this file."""
     connection, schema = postgres
     tenant.emit_unpopulated = True
     ds = tenant.dataset
@@ -392,6 +393,7 @@ def test_evidence_and_access_history_models_on_postgres_equal_the_emulators_trut
     compare(run, "postgres", ds, grants_read(ds))
     compare_access_history(query, truth(ds, as_of))
 
+    tenant.emit_unpopulated = None  # the vendor's mix again, as the other runs of this file
     a_review_closes_after_grants_were_read(
         ds, "postgres", run, lambda: meltano("run", "accessgov", env=env | NOT_GRANTS)
     )

@@ -859,9 +859,9 @@ def test_models_on_spark_equal_the_emulators_truth(
     exclusions = {(r["app_id"], r["app_entitlement_id"], r["user_id"]) for r in ds.excluded_users()}
     assert sorted(changes) == [("added", len(exclusions), 1), ("snapshot", 2, 2)]
     # who added each: every exclusion was logged before the first run, and none since
-    changes = exclusion_changes(ds)
+    logged = exclusion_changes(ds)
     added_by = {
-        key: logged_change(changes, key, datetime.datetime.max, None)[0] for key in exclusions
+        key: logged_change(logged, key, datetime.datetime.max, None)[0] for key in exclusions
     }
     assert any(added_by.values())
     assert sorted(history, key=str) == sorted(
