@@ -1,0 +1,137 @@
+"""What a release ships (``python3 tasks.py build``, CHANGELOG.md): the version of the git
+tag, a wheel that holds the tap and nothing else, and that wheel installed into an empty
+virtual environment, away from this checkout, doing everything a user's first run does.
+
+The artifacts are built once per worker from a copy of this checkout (its tracked and new
+files, as they are now) committed to a repository of its own and tagged ``v9.8.7``, a
+version no real tag has, so that the version can only have come from that tag."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import venv
+import zipfile
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+import tasks
+from tests.conftest import ROOT, STREAMS, parse_singer, shared_emulator, sync, tap_config
+from tests.groups import require_group
+
+TAG_VERSION = "9.8.7"
+pytestmark = pytest.mark.xdist_group("release")  # one worker builds, every test reuses it
+
+
+def checkout_copy(directory: Path) -> Path:
+    """This checkout's tracked and new (not ignored) files in ``directory``, as they are now."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    for name in filter(None, listed.split("\0")):
+        if (ROOT / name).is_file():  # a tracked file deleted in the work tree is left out
+            (directory / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, directory / name)
+    return directory
+
+
+def git(directory: Path, *args: str) -> None:
+    identity = ("-c", "user.name=release test", "-c", "user.email=release@example.invalid")
+    subprocess.run(["git", *identity, *args], cwd=directory, check=True, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(sdist, wheel) of a copy of this checkout tagged v9.8.7, built and checked as
+    ``tasks.py build`` does."""
+    source = checkout_copy(tmp_path_factory.mktemp("tagged"))
+    git(source, "init", "-q")
+    git(source, "add", "-A")
+    git(source, "commit", "-q", "-m", "the release")
+    git(source, "tag", f"v{TAG_VERSION}")
+    return tasks.build_release(source, tmp_path_factory.mktemp("dist"))
+
+
+def test_the_version_is_the_git_tag(release: tuple[Path, Path]) -> None:
+    sdist, wheel = release
+    assert sdist.name == f"tap_accessgov-{TAG_VERSION}.tar.gz"
+    assert wheel.name == f"tap_accessgov-{TAG_VERSION}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel) as archive:
+        metadata = archive.read(f"tap_accessgov-{TAG_VERSION}.dist-info/METADATA").decode()
+    assert f"\nVersion: {TAG_VERSION}\n" in metadata
+
+
+def test_the_wheel_holds_the_tap_and_nothing_else(release: tuple[Path, Path]) -> None:
+    _, wheel = release
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+    info = f"tap_accessgov-{TAG_VERSION}.dist-info/"
+    stray = sorted(n for n in names if not n.startswith(("tap_accessgov/", info)))
+    assert stray == [], "the wheel holds files outside the package"
+    # everything the tap reads at run time: every module of the package, and its type marker
+    shipped = {
+        path.relative_to(ROOT).as_posix()
+        for path in (ROOT / "tap_accessgov").rglob("*")
+        if path.is_file() and "__pycache__" not in path.parts
+    }
+    assert shipped - names == set(), "files of the package missing from the wheel"
+    assert "tap_accessgov/py.typed" in names
+    assert {f"{info}entry_points.txt", f"{info}METADATA", f"{info}RECORD"} <= names
+
+
+@pytest.mark.cli
+def test_the_wheel_installed_alone_runs_every_stream(
+    release: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """The wheel, with the dependencies it declares resolved from the package index (not the
+    lock), in an empty virtual environment, run from a directory outside this checkout:
+    ``--version``, ``--about``, ``--discover``, then a sync of every stream against the
+    emulator that gives what the checkout's tap gives."""
+    require_group("cli")
+    _, wheel = release
+    environment = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=False).create(environment)
+    python = environment / "bin" / "python"
+    subprocess.run(
+        [str(tasks.BIN / "uv"), "pip", "install", "--quiet", "--python", str(python), str(wheel)],
+        check=True,
+        capture_output=True,
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    tap = str(environment / "bin" / "tap-accessgov")
+
+    def run(*args: str) -> str:
+        result = subprocess.run(
+            args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False
+        )
+        assert result.returncode == 0, result.stderr[-3000:]
+        return result.stdout
+
+    where = run(str(python), "-c", "import tap_accessgov; print(tap_accessgov.__file__)")
+    assert Path(where.strip()).is_relative_to(environment), "imported from outside the wheel"
+    assert run(tap, "--version").startswith(f"tap-accessgov v{TAG_VERSION},")
+    about = json.loads(run(tap, "--about", "--format", "json"))
+    assert about["version"] == TAG_VERSION
+    from tap_accessgov.tap import TapAccessGov
+
+    # the tap's own settings, beside those the SDK adds (stream maps, flattening, batches)
+    assert set(about["settings"]["properties"]) >= set(TapAccessGov.config_jsonschema["properties"])
+
+    emulator = shared_emulator()
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(tap_config(emulator)))
+    catalog = json.loads(run(tap, "--config", str(config), "--discover"))
+    assert {entry["tap_stream_id"] for entry in catalog["streams"]} >= set(STREAMS)
+
+    installed = parse_singer(run(tap, "--config", str(config)))
+    checkout = sync(tap_config(emulator))
+    assert set(installed.records) >= set(STREAMS)
+    assert installed.counts() == checkout.counts()
+    assert Counter(m["type"] for m in installed.messages)["STATE"] > 0
