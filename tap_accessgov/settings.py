@@ -20,6 +20,7 @@ from singer_sdk.typing import DEFAULT_JSONSCHEMA_VALIDATOR
 from tap_accessgov.auth import (
     AUTH_METHODS,
     CLIENT_ASSERTION,
+    CLIENT_SECRET,
     CredentialError,
     parse_client_id,
     parse_client_secret,
@@ -247,6 +248,16 @@ CONFIG_SCHEMA = th.PropertiesList(
     ),
 ).to_dict()
 
+# What `meltano config` and Meltano Hub show for each choice of a setting with fixed choices
+# (the plugin definition, scripts/plugin_definition.py, takes them from here).
+OPTION_LABELS: dict[str, dict[str, str]] = {
+    "auth_method": {CLIENT_ASSERTION: "Signed client assertion", CLIENT_SECRET: "Client secret"},
+    "exclusion_scope": {"automated": "Entitlements with automation on", "all": "Every entitlement"},
+}
+
+# The tap's own settings, in order: the SDK adds its built-in ones to the schema's properties
+# (the same dict) when a tap is made.
+SETTING_NAMES = tuple(CONFIG_SCHEMA["properties"])
 
 SECRET_SETTINGS = frozenset(
     name for name, spec in CONFIG_SCHEMA["properties"].items() if spec.get("secret")

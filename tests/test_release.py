@@ -18,9 +18,18 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+import yaml
 
 import tasks
-from tests.conftest import ROOT, STREAMS, parse_singer, shared_emulator, sync, tap_config
+from tests.conftest import (
+    ROOT,
+    STREAMS,
+    parse_singer,
+    shared_emulator,
+    sync,
+    tap_config,
+    tap_env,
+)
 from tests.groups import require_group
 
 TAG_VERSION = "9.8.7"
@@ -135,3 +144,66 @@ def test_the_wheel_installed_alone_runs_every_stream(
     assert set(installed.records) >= set(STREAMS)
     assert installed.counts() == checkout.counts()
     assert Counter(m["type"] for m in installed.messages)["STATE"] > 0
+
+
+@pytest.mark.e2e
+def test_a_new_meltano_project_adds_the_tap_from_its_definition(
+    release: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """What the README tells a team that runs Meltano: ``meltano init``, then ``meltano add
+    extractor tap-accessgov --from-ref hub/tap-accessgov.yml`` (its pip_url pointed at the
+    built wheel, as a team pins a release), ``meltano install``, ``meltano config
+    test tap-accessgov`` and a run into target-jsonl (added from this project's pinned
+    definition: the Hub is not reachable from here). No setting is written to meltano.yml: the
+    tenant comes from the environment, as in production."""
+    require_group("e2e")
+    _, wheel = release
+    definition = yaml.safe_load((ROOT / "hub" / "tap-accessgov.yml").read_text())
+    extractor_ref = tmp_path / "tap-accessgov.yml"
+    extractor_ref.write_text(yaml.safe_dump({**definition, "pip_url": str(wheel)}))
+    shipped = yaml.safe_load((ROOT / "meltano.yml").read_text())
+    (loader,) = (p for p in shipped["plugins"]["loaders"] if p["name"] == "target-jsonl")
+    loader_ref = tmp_path / "target-jsonl.yml"
+    loader_ref.write_text(yaml.safe_dump(loader))
+
+    emulator = shared_emulator()
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("MELTANO_", "TAP_", "DBT_"))},
+        **tap_env(emulator),
+        "MELTANO_SEND_ANONYMOUS_USAGE_STATS": "false",
+        "TARGET_JSONL_DESTINATION_PATH": str(tmp_path / "output"),
+    }
+    project = tmp_path / "analytics"
+
+    def meltano(*args: str, cwd: Path = project) -> str:
+        result = subprocess.run(
+            [str(tasks.BIN / "meltano"), *args],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        output = result.stdout + result.stderr
+        assert result.returncode == 0, output[-4000:]
+        assert emulator.credential.client_secret not in output
+        return output
+
+    meltano("init", "--no-usage-stats", str(project), cwd=tmp_path)
+    meltano("add", "extractor", "tap-accessgov", "--from-ref", str(extractor_ref))
+    meltano("add", "loader", "target-jsonl", "--from-ref", str(loader_ref))
+    added = yaml.safe_load((project / "meltano.yml").read_text())["plugins"]["extractors"][0]
+    assert added["pip_url"] == str(wheel)
+    assert added["settings"] == definition["settings"]
+    assert "config" not in added  # the secret stays in the environment
+    meltano("install")
+    assert "Plugin configuration is valid" in meltano("config", "test", "tap-accessgov")
+    (tmp_path / "output").mkdir()
+    meltano("run", "tap-accessgov", "target-jsonl")
+
+    loaded = {
+        path.stem: len(path.read_text().splitlines())
+        for path in (tmp_path / "output").glob("*.jsonl")
+    }
+    assert loaded == dict(sync(tap_config(emulator)).counts())
