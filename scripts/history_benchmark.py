@@ -39,7 +39,7 @@ from support import ROOT
 
 DBT = ROOT / ".meltano/utilities/dbt-duckdb/venv/bin/dbt"
 SELECTED = [
-    "path:models/history",
+    "fqn:accessgov.history",
     "stg_automation_exclusions",
     "stg_system_log",  # who added and removed each (empty where the log is not loaded)
     "automation_exclusion_history",

@@ -167,18 +167,24 @@ class EmulatorProcess:
 def install_plugins(*plugin: str) -> None:
     """``meltano install`` of meltano.yml's plugins (all, or e.g. ``"loader", "target-postgres"``)
     as a user's lays them out, quick when they are already there: a fresh checkout has none.
-    A failure ends with the tail of Meltano's output."""
-    result = subprocess.run(
-        [str(BIN / "meltano"), "install", *plugin],
-        cwd=ROOT,
-        env={**os.environ, "MELTANO_SEND_ANONYMOUS_USAGE_STATS": "false"},
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if result.returncode != 0:
-        msg = f"meltano install failed ({result.returncode}):\n{result.stdout[-3000:]}{result.stderr[-3000:]}"
-        raise RuntimeError(msg)
+    All of them: then also the models' package (transform/packages.yml, ``dbt deps``), as
+    after any dbt project's checkout. A failure ends with the tail of Meltano's output."""
+    commands = [["install", *plugin]] + ([] if plugin else [["invoke", "dbt-duckdb:deps"]])
+    for command in commands:
+        result = subprocess.run(
+            [str(BIN / "meltano"), *command],
+            cwd=ROOT,
+            env={**os.environ, "MELTANO_SEND_ANONYMOUS_USAGE_STATS": "false"},
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if result.returncode != 0:
+            msg = (
+                f"meltano {command[0]} failed ({result.returncode}):\n"
+                f"{result.stdout[-3000:]}{result.stderr[-3000:]}"
+            )
+            raise RuntimeError(msg)
 
 
 # ----- the warehouse --------------------------------------------------------------------------

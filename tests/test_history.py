@@ -29,7 +29,7 @@ S1, S2, PARTIAL, S3, S4 = (
     "2026-01-03T02:00:00.000Z",
     "2026-01-04T02:00:00.000Z",
 )
-BUILD = ("build", "--indirect-selection", "cautious", "--select", "path:models/history")
+BUILD = ("build", "--indirect-selection", "cautious", "--select", "fqn:accessgov.history")
 SELECTED = (*BUILD, "stg_system_log", "automation_exclusion_history")
 
 
@@ -172,7 +172,7 @@ def test_the_log_reads_every_run_in_order_and_the_prune_keeps_what_it_has_not_re
 def test_every_full_table_stream_has_a_change_log() -> None:
     """A full-table stream without its log keeps no history once the prune runs, and the
     prune leaves its loaded copies growing: the registration line is not to be forgotten."""
-    history = Path(__file__).resolve().parents[1] / "transform" / "models" / "history"
+    history = Path(__file__).resolve().parents[1] / "dbt_accessgov" / "models" / "history"
     logged = {
         found.group(1)
         for model in history.glob("history_*.sql")

@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("tap_accessgov", "emulator")
-TRANSFORM = ROOT / "transform"
+TRANSFORM = ROOT / "dbt_accessgov"  # the models' package (transform/ installs it)
 
 
 def modules_of(package: str) -> list[Path]:

@@ -55,10 +55,15 @@ def fresh_copy(directory: Path) -> Path:
     only), with a `.meltano/` of its own and nothing from earlier runs."""
     directory.mkdir()
     shutil.copy(ROOT / "meltano.yml", directory)
-    for tree in ("transform", "orchestrate"):
+    for tree in ("transform", "dbt_accessgov", "orchestrate"):
         shutil.copytree(
-            ROOT / tree, directory / tree, ignore=shutil.ignore_patterns("target", "logs")
+            ROOT / tree,
+            directory / tree,
+            ignore=shutil.ignore_patterns("target", "logs", "dbt_packages"),
         )
+    # the models' package as the image's `meltano invoke dbt-postgres:deps` installs it
+    (directory / "transform" / "dbt_packages").mkdir()
+    (directory / "transform" / "dbt_packages" / "accessgov").symlink_to(directory / "dbt_accessgov")
     (directory / ".meltano").mkdir()
     for kind in PLUGIN_KINDS:
         (directory / ".meltano" / kind).symlink_to(ROOT / ".meltano" / kind)

@@ -1,5 +1,10 @@
 {# The as-of question. The engines' differences are in dialect.sql. #}
 
+{% macro accessgov_jsonl_dir() -%}
+    {#- Where target-jsonl wrote the streams (DuckDB, Spark): the var, else ACCESSGOV_JSONL_DIR, else output. -#}
+    {{- return(var('accessgov_jsonl_dir', env_var('ACCESSGOV_JSONL_DIR', 'output'))) -}}
+{%- endmacro %}
+
 {% macro as_of_instant(at=none) -%}
     {#- The instant `at` (text), else the var as_of, else ACCESSGOV_AS_OF, else now. -#}
     {%- set value = at if at is not none else var('as_of', none) -%}

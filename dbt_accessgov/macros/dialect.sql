@@ -52,15 +52,15 @@
 {% macro spark__declare_jsonl_sources() -%}
     {#-
       Each table of the accessgov source as an external table over target-jsonl's file
-      <ACCESSGOV_JSONL_DIR>/<table>.jsonl, with the columns and types sources.yml gives (a
+      <accessgov_jsonl_dir>/<table>.jsonl, with the columns and types sources.yml gives (a
       field the service omits in every row is still a column, null). Declared anew on every
       run: the directory may have changed, and Spark caches a table's file listing. Dropping
       an external table leaves its file alone. A malformed line fails the query (FAILFAST)
       instead of becoming a row of nulls.
     -#}
     {%- if execute -%}
-    {%- set directory = env_var('ACCESSGOV_JSONL_DIR', '.demo/output') | replace("\\", "\\\\") | replace("'", "\\'") -%}
-    {%- for source in graph.sources.values() if source.package_name == project_name and source.source_name == 'accessgov' -%}
+    {%- set directory = accessgov_jsonl_dir() | replace("\\", "\\\\") | replace("'", "\\'") -%}
+    {%- for source in graph.sources.values() if source.package_name == 'accessgov' and source.source_name == 'accessgov' -%}
         {%- if loop.first -%}
             {%- do run_query('create database if not exists ' ~ adapter.quote(source.schema)) -%}
         {%- endif -%}

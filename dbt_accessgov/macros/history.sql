@@ -149,7 +149,7 @@ where neighbours.{{ neighbour }} is null
     {%- set found = [] -%}
     {%- if execute -%}
         {%- for source in graph.sources.values()
-            if source.package_name == project_name and source.source_name == 'accessgov' and source.name == stream -%}
+            if source.package_name == 'accessgov' and source.source_name == 'accessgov' and source.name == stream -%}
             {%- for column in source.columns.values() if column.name != 'snapshotAt' -%}
                 {%- do found.append(column.name) -%}
             {%- endfor -%}
@@ -208,7 +208,7 @@ where 1 = 0
 
 {% macro jsonl_file(stream) -%}
     {#- Where target-jsonl writes `stream`: as sources.yml's external_location reads it. -#}
-    {{- env_var('ACCESSGOV_JSONL_DIR', '.demo/output') ~ '/' ~ source('accessgov', stream).identifier ~ '.jsonl' -}}
+    {{- accessgov_jsonl_dir() ~ '/' ~ source('accessgov', stream).identifier ~ '.jsonl' -}}
 {%- endmacro %}
 
 {% macro prune_raw_snapshots(dry_run=false) -%}
@@ -225,7 +225,7 @@ where 1 = 0
     -#}
     {%- if not execute -%}{{ return('') }}{%- endif -%}
     {%- for node in graph.nodes.values()
-        if node.resource_type == 'model' and node.package_name == project_name
+        if node.resource_type == 'model' and node.package_name == 'accessgov'
         and node.config.meta.get('full_table_stream') -%}
         {%- set stream = node.config.meta['full_table_stream'] -%}
         {%- set history = adapter.get_relation(database=node.database, schema=node.schema, identifier=node.alias) -%}
