@@ -100,7 +100,10 @@ def test_the_plugin_definition_declares_every_setting() -> None:
     shipped = yaml.safe_load((ROOT / "meltano.yml").read_text())["plugins"]["extractors"][0]
     assert shipped["settings"] == extractor["settings"]
     assert shipped["settings_group_validation"] == extractor["settings_group_validation"]
-    assert sorted(shipped["capabilities"]) == sorted(extractor["capabilities"])
+    if sdk_version() == locked_version("singer-sdk"):
+        assert sorted(shipped["capabilities"]) == sorted(extractor["capabilities"])
+    else:  # CI's run against the SDK's next release: it may add capabilities (0.55: start-date)
+        assert set(shipped["capabilities"]) <= set(extractor["capabilities"])
     for field in ("namespace", "label", "description", "executable", "keywords"):
         assert shipped[field] == extractor[field], field
     assert shipped["pip_url"] == "-e ."  # this checkout
