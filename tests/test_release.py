@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import venv
@@ -207,3 +208,24 @@ def test_a_new_meltano_project_adds_the_tap_from_its_definition(
         for path in (tmp_path / "output").glob("*.jsonl")
     }
     assert loaded == dict(sync(tap_config(emulator)).counts())
+
+
+def test_the_changelog_keeps_a_changelog() -> None:
+    """CHANGELOG.md in the Keep a Changelog form: Unreleased first, then each version newest
+    first with its date, its entries under the form's headings, a link for each; every
+    version tag of this repository has its section."""
+    text = (ROOT / "CHANGELOG.md").read_text()
+    sections = re.findall(r"^## \[([^\]]+)\](?: - (\d{4}-\d{2}-\d{2}))?$", text, re.M)
+    assert sections[0] == ("Unreleased", "")
+    versions = [tuple(map(int, v.split("."))) for v, _ in sections[1:]]
+    assert versions
+    assert versions == sorted(versions, reverse=True)
+    assert all(date for _, date in sections[1:])
+    headings = set(re.findall(r"^### (.+)$", text, re.M))
+    assert headings <= {"Added", "Changed", "Deprecated", "Removed", "Fixed", "Security"}
+    for name, _ in sections:
+        assert re.search(rf"^\[{re.escape(name)}\]: https://", text, re.M), name
+    tags = subprocess.run(
+        ["git", "tag", "--list", "v*"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert {tag.removeprefix("v") for tag in tags} <= {v for v, _ in sections}
