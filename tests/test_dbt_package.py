@@ -1,8 +1,9 @@
 """The models as a dbt package (dbt_accessgov/): a team's own dbt project lists it in its
 packages.yml, says in its vars where the tap's streams were loaded, runs ``dbt deps`` and
 ``dbt build``, and gets the marts this repository's own build (transform/, through Meltano)
-makes from the same load: on DuckDB over target-jsonl's files, and on PostgreSQL over
-target-postgres's tables.
+makes from the same load: on DuckDB over target-jsonl's files, the package from a git
+repository at a release tag (``subdirectory``), and on PostgreSQL over target-postgres's
+tables, the package from a local path.
 
 The team's project is nothing but its own dbt_project.yml, packages.yml and profiles.yml, in a
 directory of its own; its dbt runs with none of this repository's environment (no DBT_* or
@@ -22,14 +23,20 @@ from emulator.timefmt import format_ns
 from tests.conftest import ROOT, libpq_env, meltano
 from tests.groups import require_group
 from tests.test_models import as_of_instant, duckdb_models, postgres_models
+from tests.test_release import TAG_VERSION, tagged_checkout
 
 PACKAGE = ROOT / "dbt_accessgov"
 MARTS = sorted(path.stem for path in (PACKAGE / "models" / "marts").glob("*.sql"))
 
 
-def team_project(directory: Path, output: dict[str, t.Any], variables: dict[str, str]) -> Path:
-    """A dbt project of a team's own that installs the package from its local path (a git URL
-    with ``subdirectory: dbt_accessgov`` works the same way: README.md)."""
+def team_project(
+    directory: Path,
+    output: dict[str, t.Any],
+    variables: dict[str, str],
+    package: dict[str, str] | None = None,
+) -> Path:
+    """A dbt project of a team's own that installs the package (``package``: its packages.yml
+    entry, by default this checkout's local path)."""
     directory.mkdir()
     project = {
         "name": "analytics",
@@ -39,7 +46,7 @@ def team_project(directory: Path, output: dict[str, t.Any], variables: dict[str,
         "vars": variables,
     }
     (directory / "dbt_project.yml").write_text(yaml.safe_dump(project))
-    packages = {"packages": [{"local": str(PACKAGE)}]}
+    packages = {"packages": [package or {"local": str(PACKAGE)}]}
     (directory / "packages.yml").write_text(yaml.safe_dump(packages))
     profiles = {"analytics": {"target": "main", "outputs": {"main": output}}}
     (directory / "profiles.yml").write_text(yaml.safe_dump(profiles))
@@ -85,7 +92,15 @@ def test_a_teams_dbt_project_builds_the_package_on_duckdb(
 
     output = {"type": "duckdb", "path": str(tmp_path / "team.duckdb"), "schema": "analytics"}
     variables = {"accessgov_jsonl_dir": str(tmp_path / "jsonl"), "as_of": format_ns(as_of)}
-    project = team_project(tmp_path / "team", output, variables)
+    # as the README's packages.yml: a git repository, a release tag, the package's directory
+    # (a tagged copy of this checkout: the form dbt clones, with this work tree's models)
+    repository = tagged_checkout(tmp_path / "repository")
+    package = {
+        "git": repository.as_uri(),
+        "revision": f"v{TAG_VERSION}",
+        "subdirectory": "dbt_accessgov",
+    }
+    project = team_project(tmp_path / "team", output, variables, package)
     dbt("dbt-duckdb", project, "deps")
     dbt("dbt-duckdb", project, "build")
 

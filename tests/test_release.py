@@ -57,15 +57,21 @@ def git(directory: Path, *args: str) -> None:
     subprocess.run(["git", *identity, *args], cwd=directory, check=True, capture_output=True)
 
 
-@pytest.fixture(scope="module")
-def release(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """(sdist, wheel) of a copy of this checkout tagged v9.8.7, built and checked as
-    ``tasks.py build`` does."""
-    source = checkout_copy(tmp_path_factory.mktemp("tagged"))
+def tagged_checkout(directory: Path) -> Path:
+    """A copy of this checkout, as it is now, committed to a repository of its own in
+    ``directory`` and tagged v9.8.7: a release as its repository holds it."""
+    source = checkout_copy(directory)
     git(source, "init", "-q")
     git(source, "add", "-A")
     git(source, "commit", "-q", "-m", "the release")
     git(source, "tag", f"v{TAG_VERSION}")
+    return source
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(sdist, wheel) of ``tagged_checkout``, built and checked as ``tasks.py build`` does."""
+    source = tagged_checkout(tmp_path_factory.mktemp("tagged"))
     return tasks.build_release(source, tmp_path_factory.mktemp("dist"))
 
 
