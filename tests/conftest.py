@@ -178,12 +178,13 @@ def meltano_plugins() -> None:
         install_plugins()
 
 
-def meltano(*args: str, env: dict[str, str], timeout: float = 900) -> None:
-    """Run meltano in the project as a user would; it must succeed and never show the secret."""
+def meltano(*args: str, env: dict[str, str], timeout: float = 900, cwd: Path = ROOT) -> str:
+    """Run meltano in the project (or the one at ``cwd``) as a user would; it must succeed and
+    never show the secret. Returns what it printed."""
     require_group("e2e")
     result = subprocess.run(
         [str(BIN / "meltano"), *args],
-        cwd=ROOT,
+        cwd=cwd,
         env=env,
         capture_output=True,
         text=True,
@@ -192,6 +193,7 @@ def meltano(*args: str, env: dict[str, str], timeout: float = 900) -> None:
     )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     assert CREDENTIAL.client_secret not in result.stdout + result.stderr
+    return result.stdout + result.stderr
 
 
 _WAREHOUSES = pytest.StashKey[dict[str, str]]()  # which servers the run used, for its summary

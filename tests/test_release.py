@@ -31,6 +31,7 @@ from tests.conftest import (
     tap_config,
     tap_env,
 )
+from tests.conftest import meltano as run_meltano
 from tests.groups import require_group
 
 TAG_VERSION = "9.8.7"
@@ -183,19 +184,7 @@ def test_a_new_meltano_project_adds_the_tap_from_its_definition(
     project = tmp_path / "analytics"
 
     def meltano(*args: str, cwd: Path = project) -> str:
-        result = subprocess.run(
-            [str(tasks.BIN / "meltano"), *args],
-            cwd=cwd,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-        )
-        output = result.stdout + result.stderr
-        assert result.returncode == 0, output[-4000:]
-        assert emulator.credential.client_secret not in output
-        return output
+        return run_meltano(*args, env=env, timeout=600, cwd=cwd)
 
     meltano("init", "--no-usage-stats", str(project), cwd=tmp_path)
     meltano("add", "extractor", "tap-accessgov", "--from-ref", str(extractor_ref))
