@@ -7,7 +7,8 @@ from __future__ import annotations
 import sys
 import typing as t
 
-from singer_sdk.contrib.msgspec import MsgSpecWriter
+from singer_sdk.contrib.msgspec import MsgSpecWriter, serialize_jsonl
+from singer_sdk.singerlib import StateMessage
 from singer_sdk.singerlib.encoding.base import SingerMessageType
 from typing_extensions import override
 
@@ -49,6 +50,16 @@ class OutputWriter(MsgSpecWriter):
     def __init__(self) -> None:
         super().__init__()
         self._chunk = bytearray()
+
+    @override
+    def serialize_message(self, message: Message) -> bytearray:
+        """A STATE message encoded from its value as it is: the SDK's ``to_dict``
+        (``dataclasses.asdict``) copies the whole state, item by item, for every STATE, and
+        the tap's state holds every partition of every stream (measured: about a tenth of an
+        in-process sync's CPU). The same line, byte for byte (tests/test_output.py)."""
+        if isinstance(message, StateMessage):
+            return serialize_jsonl({"type": message.type, "value": message.value})
+        return super().serialize_message(message)
 
     @override
     def write_message(self, message: Message) -> None:

@@ -4,17 +4,27 @@ in the order they were made, and none left behind when a stream's sync fails."""
 from __future__ import annotations
 
 import contextlib
+import datetime
 import io
+import json
+import re
+import time
 import typing as t
 
 import pytest
+from singer_sdk.contrib.msgspec import MsgSpecWriter
 
-from tap_accessgov.output import CHUNK_BYTES
+from tap_accessgov.output import CHUNK_BYTES, OutputWriter
+from tap_accessgov.streams import STREAM_TYPES
+from tap_accessgov.streams.base import TapStream
 from tap_accessgov.streams.grant_feed import GrantFeedStream
+from tap_accessgov.streams.windowed import RunCappedStream
 from tap_accessgov.tap import TapAccessGov
+from tap_accessgov.timestamps import normalize_timestamp
 from tests.conftest import (
     catalog_selecting,
     listed_exclusion_entitlements,
+    ns,
     parse_singer,
     shared_emulator,
     sync,
@@ -107,3 +117,49 @@ def test_the_records_of_a_failed_sync_are_written_before_it_fails(
     out.flush()
     got = parse_singer(out.buffer.getvalue().decode())  # type: ignore[attr-defined]
     assert len(got.records["grant_feed"]) == 150
+
+
+def synced_lines(config: dict[str, t.Any], catalog: dict[str, t.Any] | None = None) -> list[bytes]:
+    """The tap's output lines, without what names the run: each instant of the run's own clock
+    (extraction times, snapshot stamps, the system log's bounds of the run) written as "now"."""
+    started = time.time_ns()
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+    with contextlib.redirect_stdout(out):
+        TapAccessGov(config=config, catalog=catalog, parse_env_config=False).sync_all()
+    out.flush()
+
+    def of_the_run(instant: re.Match[bytes]) -> bytes:
+        return b'"now"' if ns(instant[1].decode()) >= started else instant[0]
+
+    instant = re.compile(rb'"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z)"')
+    lines = out.buffer.getvalue().splitlines()  # type: ignore[attr-defined]
+    return [instant.sub(of_the_run, line) for line in lines]
+
+
+def test_the_output_is_the_sdks_byte_for_byte(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every stream selected whole (what --discover gives and Meltano passes): the tap skips
+    the SDK's selection pass of each record and writes each STATE from its value as it is
+    (output.py). Its output is the same bytes as the SDK's own path's, every stream, every
+    STATE, in the same order; and where a property is deselected, the SDK's pass still
+    removes it."""
+    config = feed_config()
+    # one instant for both runs' caps, and what the system log's windows derive from it
+    now = datetime.datetime.now(datetime.UTC).isoformat()
+    monkeypatch.setattr(RunCappedStream, "run_start", normalize_timestamp(now))
+    fast = synced_lines(config)
+    streams = {json.loads(line)["stream"] for line in fast if b'"RECORD"' in line[:20]}
+    assert streams == {s.name for s in STREAM_TYPES} | {"full_table_snapshots"}
+    assert sum(b'"type":"STATE"' in line for line in fast) > 10
+
+    with monkeypatch.context() as sdk:
+        sdk.setattr(TapStream, "selects_every_property", False)
+        sdk.setattr(OutputWriter, "serialize_message", MsgSpecWriter.serialize_message)
+        assert synced_lines(config) == fast
+
+    catalog = catalog_selecting(config, {"users": ["email"], "grant_feed": None})
+    pruned = [json.loads(line) for line in synced_lines(config, catalog)]
+    records = [m for m in pruned if m["type"] == "RECORD"]
+    users = [m["record"] for m in records if m["stream"] == "users"]
+    assert users
+    assert all("displayName" not in user and "email" in user for user in users)
+    assert all("feed" in m["record"] for m in records if m["stream"] == "grant_feed")
