@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import json
 import re
+import shutil
 import time
 import typing as t
 from collections import Counter
@@ -23,11 +25,18 @@ import pytest
 from emulator import Dataset, Emulator, lifecycle
 from emulator.grants import CurrentGrant
 from emulator.system_log import Kind, LogEvent
-from emulator.timefmt import parse_rfc3339
+from emulator.timefmt import format_ns, parse_rfc3339
 from tests.conftest import E2E_DATASET, meltano
+from tests.team_project import builds_the_package_on_duckdb, builds_the_package_on_postgres
 from tests.test_models import (
+    NAMED,
+    NEW_EVENTS,
     as_of_instant,
+    before_the_feed,
+    catalog_names,
+    compare_service_activity,
     duckdb_models,
+    duckdb_query,
     postgres_epoch_us,
     postgres_models,
     truth,
@@ -342,38 +351,118 @@ def engine_query(query: t.Callable[[str], list[tuple]], engine: str) -> t.Callab
     return run
 
 
-def test_evidence_models_on_duckdb_equal_the_emulators_truth(
+def test_access_history_and_evidence_models_on_duckdb_equal_the_emulators_truth(
     meltano_plugins: None, tenant: Emulator, tmp_path: Path
 ) -> None:
-    """The evidence models after two runs (``between_runs``), then a ``grants`` snapshot read
-    before a review closed (``a_review_closes_after_grants_were_read``)."""
+    """`meltano run tap-accessgov target-jsonl dbt-duckdb:build` twice, every model of
+    access history and of evidence equal to the truth after each: unset fields sent empty
+    ("", false, 0, UNKNOWN) by the first run and omitted by the second, as a service release
+    may change its marshalling (the same answers from files of one shape and then of both),
+    new events and decided tasks between them (``between_runs``). After the first, a team's
+    own dbt project builds the package over the same files (tests/team_project.py). Then, on
+    a copy of the files, builds as of before the feed with an app the catalog no longer
+    lists, and without a complete snapshot of grants; last, on the files themselves, a
+    ``grants`` snapshot read before a review closed
+    (``a_review_closes_after_grants_were_read``, the vendor's mix of unset fields)."""
     ds = tenant.dataset
-    env, query = duckdb_models(tenant, tmp_path, as_of_instant(ds))
-    run = engine_query(query, "duckdb")
-    meltano("run", "tap-accessgov", "target-jsonl", "dbt-duckdb:build", env=env)
-    compare(run, "duckdb", ds, grants_read(ds))
+    as_of = as_of_instant(ds)
+    env, query = duckdb_models(tenant, tmp_path, as_of)
+    evidence = engine_query(query, "duckdb")
+    jsonl = tmp_path / "jsonl"
 
+    tenant.emit_unpopulated = True
+    meltano("run", "tap-accessgov", "target-jsonl", "dbt-duckdb:build", env=env)
+    compare_access_history(query, truth(ds, as_of))
+    compare(evidence, "duckdb", ds, grants_read(ds))
+    builds_the_package_on_duckdb(tmp_path / "package", jsonl, tmp_path / "models.duckdb", as_of)
+
+    tenant.add_events(count=NEW_EVENTS)
     between_runs(tenant)
+    tenant.emit_unpopulated = False
     meltano("run", "tap-accessgov", "target-jsonl", "dbt-duckdb:build", env=env)
-    # JSONL holds each task as often as the tap delivered it; the models keep the latest.
-    assert run("SELECT max(times_loaded) FROM {schema}.stg_tasks")[0][0] >= 2
-    compare(run, "duckdb", ds, grants_read(ds))
+    # JSONL appended the bookmark instant's events again, every exclusion and user, and each
+    # task as often as the tap delivered it: the models must count none of them twice.
+    lines = (jsonl / "grant_feed.jsonl").read_text().count("\n")
+    assert lines > ds.total
+    assert evidence("SELECT max(times_loaded) FROM {schema}.stg_tasks")[0][0] >= 2
+    compare_access_history(query, truth(ds, as_of))
+    compare_service_activity(query, ds)  # the first run's reads among them
+    compare(evidence, "duckdb", ds, grants_read(ds))
 
+    builds_before_the_feed_and_without_grants(ds, env, tmp_path)
+
+    tenant.emit_unpopulated = None  # the vendor's mix
     a_review_closes_after_grants_were_read(
         ds,
         "duckdb",
-        run,
+        evidence,
         lambda: meltano(
             "run", "tap-accessgov", "target-jsonl", "dbt-duckdb:build", env=env | NOT_GRANTS
         ),
     )
 
 
+def builds_before_the_feed_and_without_grants(
+    ds: Dataset, env: dict[str, str], tmp_path: Path
+) -> None:
+    """On a copy of target-jsonl's files after the second run, into a database of its own:
+
+    - an app the catalog no longer lists (deleted since, or not visible to the credential):
+      its grants and exclusions still show, without names; built as of an instant before the
+      feed began, access_as_of answers from the service's ended grants and grants held now;
+    - then no complete snapshot of grants (every run that read it failed half-way):
+      current_grants is the fold of the feed, every row says so, and there is nothing to
+      disagree with."""
+    jsonl = tmp_path / "jsonl-copy"
+    shutil.copytree(tmp_path / "jsonl", jsonl)
+    database = tmp_path / "copy.duckdb"
+    env = env | {"DBT_DUCKDB_JSONL_DIR": str(jsonl), "DBT_DUCKDB_DATABASE_PATH": str(database)}
+    query = duckdb_query(database)
+
+    gone = ds.apps[1]
+    for stream, key in (("apps", "id"), ("app_entitlements", "appId")):
+        path = jsonl / f"{stream}.jsonl"
+        kept = [line for line in path.read_text().splitlines() if json.loads(line)[key] != gone]
+        path.write_text("\n".join(kept) + "\n")
+    early = before_the_feed(ds)
+    assert early < ds.feed.first_date
+    meltano("run", "dbt-duckdb:build", env=env | {"ACCESSGOV_AS_OF": format_ns(early)})
+    expected = truth(ds, early, unknown_apps=frozenset({gone}))
+    assert len(expected["access_as_of"]) > 10
+    compare_access_history(query, expected)
+
+    path = jsonl / "full_table_snapshots.jsonl"
+    kept = [
+        line for line in path.read_text().splitlines() if json.loads(line)["stream"] != "grants"
+    ]
+    path.write_text("\n".join(kept) + "\n")
+    meltano("run", "dbt-duckdb:build", env=env)
+    named = catalog_names(ds, frozenset({gone}))
+    folded = Counter(
+        (
+            *named(i.app_id, i.app_entitlement_id),
+            i.app_user_id,
+            us(i.granted_at),
+            i.granted_ticket_id,
+        )
+        for i in lifecycle.held_at(ds.intervals())
+    )
+    folded_sql = (
+        f"SELECT {NAMED}, app_user_id, {{granted_at}}, granted_ticket_id "
+        "FROM {schema}.current_grants WHERE held_per = 'feed'"
+    )
+    assert Counter(query(folded_sql)) == folded
+    assert query("SELECT count(*) FROM {schema}.current_grants WHERE held_per <> 'feed'") == [(0,)]
+    assert query("SELECT count(*) FROM {schema}.feed_vs_service_grants") == [(0,)]
+
+
 def test_evidence_and_access_history_models_on_postgres_equal_the_emulators_truth(
     meltano_plugins: None, tenant: Emulator, postgres, warehouse_url: str, tmp_path: Path
 ) -> None:
     """The shipped job (load, then build) twice: every model of evidence and of access
-    history equals the truth; then a ``grants`` snapshot read before a review closed. Unset
+    history equals the truth (after the first, a team's own dbt project builds the package
+    over the same tables: tests/team_project.py); then a ``grants`` snapshot read before a
+    review closed. Unset
     fields sent empty (EmitUnpopulated) here, omitted on DuckDB and in
     tests/test_production.py's second runner (the same comparisons there, after decided tasks
     and new events, on every server): the same answers. The review-close step is served the
@@ -387,6 +476,7 @@ def test_evidence_and_access_history_models_on_postgres_equal_the_emulators_trut
     meltano("run", "accessgov", env=env)
     compare(run, "postgres", ds, grants_read(ds))
     compare_access_history(query, truth(ds, as_of))
+    builds_the_package_on_postgres(tmp_path, connection, schema, warehouse_url, as_of)
 
     between_runs(tenant)
     meltano("run", "accessgov", env=env)

@@ -3,7 +3,9 @@ loading it, dbt building the models, and every model compared row for row with t
 emulator's own ground truth (emulator/lifecycle.py applied to its history); then new events,
 an incremental run, a second build, and the same comparisons again.
 
-- DuckDB: `meltano run tap-accessgov target-jsonl dbt-duckdb:build` (the embedded default);
+- DuckDB: `meltano run tap-accessgov target-jsonl dbt-duckdb:build` (the embedded default),
+  its two runs in tests/test_evidence_models.py (one scenario per engine and tenant: access
+  history and evidence compared after the same runs), its variants here;
 - PostgreSQL: `meltano run accessgov`, the shipped job (target-postgres, then dbt-postgres),
   with unset fields sent empty in tests/test_evidence_models.py and omitted in
   tests/test_production.py (whose runs compare the same truth);
@@ -458,9 +460,7 @@ def duckdb_models(
     emulator: Emulator, tmp_path: Path, as_of: int
 ) -> tuple[dict[str, str], t.Callable[[str], list[tuple]]]:
     """Meltano's environment for target-jsonl and dbt-duckdb in ``tmp_path``, and a query on
-    the built models (``{schema}``, ``{granted_at}``, ``{revoked_at}`` filled in)."""
-    import duckdb
-
+    the built models (``duckdb_query``)."""
     database = tmp_path / "models.duckdb"
     env = base_env(emulator, tmp_path, as_of) | {
         "TARGET_JSONL_DESTINATION_PATH": str(tmp_path / "jsonl"),
@@ -470,6 +470,13 @@ def duckdb_models(
         "DBT_DUCKDB_SCHEMA": "access",
     }
     (tmp_path / "jsonl").mkdir()
+    return env, duckdb_query(database)
+
+
+def duckdb_query(database: Path) -> t.Callable[[str], list[tuple]]:
+    """A query on the models built into schema ``access`` of ``database`` (``{schema}``,
+    ``{granted_at}``, ``{revoked_at}``... filled in)."""
+    import duckdb
 
     def query(sql: str) -> list[tuple]:
         with duckdb.connect(str(database), read_only=True) as db:
@@ -483,7 +490,7 @@ def duckdb_models(
                 )
             ).fetchall()
 
-    return env, query
+    return query
 
 
 def postgres_models(
@@ -519,74 +526,6 @@ def postgres_models_query(
         return rows
 
     return query
-
-
-def test_models_on_duckdb_equal_the_emulators_truth(
-    meltano_plugins: None, e2e_emulator: Emulator, tmp_path: Path
-) -> None:
-    """Unset fields sent empty ("", false, 0, UNKNOWN) by the first run and omitted by the
-    second, as a service release may change its marshalling: the same answers from files of
-    one shape and then of both. (Omitted alone: the other DuckDB runs of this file compare
-    every model with the same truth over the service's default, unset fields omitted on all
-    but the catalog, whose omitted fields test_the_catalog_reads_on_duckdb_... reads.)"""
-    e2e_emulator.emit_unpopulated = True
-    ds = e2e_emulator.dataset
-    as_of = as_of_instant(ds)
-    env, query = duckdb_models(e2e_emulator, tmp_path, as_of)
-
-    meltano("run", "tap-accessgov", "target-jsonl", "dbt-duckdb:build", env=env)
-    compare(query, truth(ds, as_of))
-
-    e2e_emulator.add_events(count=NEW_EVENTS)
-    e2e_emulator.emit_unpopulated = False
-    meltano("run", "tap-accessgov", "target-jsonl", "dbt-duckdb:build", env=env)
-    # JSONL appended the bookmark instant's events again and every exclusion and user: the
-    # models must not count them twice.
-    lines = (tmp_path / "jsonl" / "grant_feed.jsonl").read_text().count("\n")
-    assert lines > ds.total
-    compare(query, truth(ds, as_of))
-    compare_service_activity(query, ds)  # the first run's reads among them
-
-    # An app the catalog no longer lists (deleted since, or not visible to the credential):
-    # its grants and exclusions still show, without names. Built as of an instant before the
-    # feed began: access_as_of answers from the service's ended grants and grants held now.
-    gone = ds.apps[1]
-    for stream, key in (("apps", "id"), ("app_entitlements", "appId")):
-        path = tmp_path / "jsonl" / f"{stream}.jsonl"
-        kept = [line for line in path.read_text().splitlines() if json.loads(line)[key] != gone]
-        path.write_text("\n".join(kept) + "\n")
-    early = before_the_feed(ds)
-    assert early < ds.feed.first_date
-    meltano("run", "dbt-duckdb:build", env=env | {"ACCESSGOV_AS_OF": format_ns(early)})
-    expected = truth(ds, early, unknown_apps=frozenset({gone}))
-    assert len(expected["access_as_of"]) > 10
-    compare(query, expected)
-
-    # No complete snapshot of grants (every run that read it failed half-way): current_grants
-    # is the fold of the feed, every row says so, and there is nothing to disagree with.
-    path = tmp_path / "jsonl" / "full_table_snapshots.jsonl"
-    kept = [
-        line for line in path.read_text().splitlines() if json.loads(line)["stream"] != "grants"
-    ]
-    path.write_text("\n".join(kept) + "\n")
-    meltano("run", "dbt-duckdb:build", env=env)
-    named = catalog_names(ds, frozenset({gone}))
-    folded = Counter(
-        (
-            *named(i.app_id, i.app_entitlement_id),
-            i.app_user_id,
-            us(i.granted_at),
-            i.granted_ticket_id,
-        )
-        for i in lifecycle.held_at(ds.intervals())
-    )
-    folded_sql = (
-        f"SELECT {NAMED}, app_user_id, {{granted_at}}, granted_ticket_id "
-        "FROM {schema}.current_grants WHERE held_per = 'feed'"
-    )
-    assert Counter(query(folded_sql)) == folded
-    assert query("SELECT count(*) FROM {schema}.current_grants WHERE held_per <> 'feed'") == [(0,)]
-    assert query("SELECT count(*) FROM {schema}.feed_vs_service_grants") == [(0,)]
 
 
 def dbt_duckdb_env(tmp_path: Path, jsonl: Path, database: Path) -> dict[str, str]:

@@ -7,7 +7,10 @@ tables, the package from a local path.
 
 The team's project is nothing but its own dbt_project.yml, packages.yml and profiles.yml, in a
 directory of its own; its dbt runs with none of this repository's environment (no DBT_* or
-ACCESSGOV_* variable), so the vars alone say where the data is."""
+ACCESSGOV_* variable), so the vars alone say where the data is.
+
+Each engine's scenario runs it right after its first load and build (tests/test_evidence_models.py),
+over the same load, rather than loading a tenant of its own for it."""
 
 from __future__ import annotations
 
@@ -18,11 +21,9 @@ from pathlib import Path
 
 import yaml
 
-from emulator import Emulator
 from emulator.timefmt import format_ns
-from tests.conftest import ROOT, libpq_env, meltano
+from tests.conftest import ROOT, libpq_env
 from tests.groups import require_group
-from tests.test_models import as_of_instant, duckdb_models, postgres_models
 from tests.test_release import TAG_VERSION, tagged_checkout
 
 PACKAGE = ROOT / "dbt_accessgov"
@@ -81,46 +82,37 @@ def same_marts(query: t.Callable[[str], list[tuple]], ours: str, theirs: str) ->
     assert query(f"SELECT count(*) FROM {theirs}.grant_intervals")[0][0] > 0
 
 
-def test_a_teams_dbt_project_builds_the_package_on_duckdb(
-    meltano_plugins: None, e2e_emulator: Emulator, tmp_path: Path
-) -> None:
+def builds_the_package_on_duckdb(directory: Path, jsonl: Path, ours: Path, as_of: int) -> None:
+    """A team's project over target-jsonl's files in ``jsonl``, the package from a git
+    repository at a release tag: its marts equal ours (the DuckDB file ``ours``, schema
+    ``access``, built by this repository through Meltano from the same files)."""
     import duckdb
 
-    as_of = as_of_instant(e2e_emulator.dataset)
-    env, _ = duckdb_models(e2e_emulator, tmp_path, as_of)
-    meltano("run", "tap-accessgov", "target-jsonl", "dbt-duckdb:build", env=env)
-
-    output = {"type": "duckdb", "path": str(tmp_path / "team.duckdb"), "schema": "analytics"}
-    variables = {"accessgov_jsonl_dir": str(tmp_path / "jsonl"), "as_of": format_ns(as_of)}
+    output = {"type": "duckdb", "path": str(directory / "team.duckdb"), "schema": "analytics"}
+    variables = {"accessgov_jsonl_dir": str(jsonl), "as_of": format_ns(as_of)}
     # as the README's packages.yml: a git repository, a release tag, the package's directory
     # (a tagged copy of this checkout: the form dbt clones, with this work tree's models)
-    repository = tagged_checkout(tmp_path / "repository")
+    repository = tagged_checkout(directory / "repository")
     package = {
         "git": repository.as_uri(),
         "revision": f"v{TAG_VERSION}",
         "subdirectory": "dbt_accessgov",
     }
-    project = team_project(tmp_path / "team", output, variables, package)
+    project = team_project(directory / "team", output, variables, package)
     dbt("dbt-duckdb", project, "deps")
     dbt("dbt-duckdb", project, "build")
 
-    with duckdb.connect(str(tmp_path / "team.duckdb")) as db:
-        db.execute(f"ATTACH '{tmp_path / 'models.duckdb'}' AS ours (READ_ONLY)")
+    with duckdb.connect(str(directory / "team.duckdb")) as db:
+        db.execute(f"ATTACH '{ours}' AS ours (READ_ONLY)")
         same_marts(lambda sql: db.execute(sql).fetchall(), "ours.access", "analytics")
 
 
-def test_a_teams_dbt_project_builds_the_package_on_postgres(
-    meltano_plugins: None,
-    e2e_emulator: Emulator,
-    postgres: tuple[t.Any, str],
-    warehouse_url: str,
-    tmp_path: Path,
+def builds_the_package_on_postgres(
+    directory: Path, connection: t.Any, schema: str, warehouse_url: str, as_of: int
 ) -> None:
-    connection, schema = postgres
-    as_of = as_of_instant(e2e_emulator.dataset)
-    env, _ = postgres_models(e2e_emulator, tmp_path, as_of, connection, schema, warehouse_url)
-    meltano("run", "tap-accessgov", "target-postgres", "dbt-postgres:build", env=env)
-
+    """A team's project over target-postgres's tables in ``schema``, the package from a
+    local path, building into ``<schema>_team``: its marts equal ours (``<schema>_models``,
+    built by this repository's shipped job from the same tables)."""
     server = libpq_env(warehouse_url)
     output = {
         "type": "postgres",
@@ -133,7 +125,7 @@ def test_a_teams_dbt_project_builds_the_package_on_postgres(
         "threads": 4,
     }
     variables = {"accessgov_schema": schema, "as_of": format_ns(as_of)}
-    project = team_project(tmp_path / "team", output, variables)
+    project = team_project(directory / "team", output, variables)
     dbt("dbt-postgres", project, "deps")
     dbt("dbt-postgres", project, "build")
 
