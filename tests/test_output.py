@@ -119,17 +119,18 @@ def test_the_records_of_a_failed_sync_are_written_before_it_fails(
     assert len(got.records["grant_feed"]) == 150
 
 
-def synced_lines(config: dict[str, t.Any], catalog: dict[str, t.Any] | None = None) -> list[bytes]:
-    """The tap's output lines, without what names the run: each instant of the run's own clock
-    (extraction times, snapshot stamps, the system log's bounds of the run) written as "now"."""
-    started = time.time_ns()
+def synced_lines(
+    config: dict[str, t.Any], catalog: dict[str, t.Any] | None = None, *, since: int = 0
+) -> list[bytes]:
+    """The tap's output lines, each instant at or after ``since`` (ns: the run's own clock:
+    extraction times, snapshot stamps, the system log's bounds of the run) written as "now"."""
     out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
     with contextlib.redirect_stdout(out):
         TapAccessGov(config=config, catalog=catalog, parse_env_config=False).sync_all()
     out.flush()
 
     def of_the_run(instant: re.Match[bytes]) -> bytes:
-        return b'"now"' if ns(instant[1].decode()) >= started else instant[0]
+        return b'"now"' if ns(instant[1].decode()) >= since else instant[0]
 
     instant = re.compile(rb'"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z)"')
     lines = out.buffer.getvalue().splitlines()  # type: ignore[attr-defined]
@@ -142,11 +143,13 @@ def test_the_output_is_the_sdks_byte_for_byte(monkeypatch: pytest.MonkeyPatch) -
     (output.py). Its output is the same bytes as the SDK's own path's, every stream, every
     STATE, in the same order; and where a property is deselected, the SDK's pass still
     removes it."""
-    config = feed_config()
+    config = feed_config()  # the tenant's data is older than what follows
     # one instant for both runs' caps, and what the system log's windows derive from it
     now = datetime.datetime.now(datetime.UTC).isoformat()
     monkeypatch.setattr(RunCappedStream, "run_start", normalize_timestamp(now))
-    fast = synced_lines(config)
+    # the runs' own instants, from the second before both (stamps are cut to ms or seconds)
+    since = time.time_ns() // 10**9 * 10**9
+    fast = synced_lines(config, since=since)
     streams = {json.loads(line)["stream"] for line in fast if b'"RECORD"' in line[:20]}
     assert streams == {s.name for s in STREAM_TYPES} | {"full_table_snapshots"}
     assert sum(b'"type":"STATE"' in line for line in fast) > 10
@@ -154,7 +157,7 @@ def test_the_output_is_the_sdks_byte_for_byte(monkeypatch: pytest.MonkeyPatch) -
     with monkeypatch.context() as sdk:
         sdk.setattr(TapStream, "selects_every_property", False)
         sdk.setattr(OutputWriter, "serialize_message", MsgSpecWriter.serialize_message)
-        assert synced_lines(config) == fast
+        assert synced_lines(config, since=since) == fast
 
     catalog = catalog_selecting(config, {"users": ["email"], "grant_feed": None})
     pruned = [json.loads(line) for line in synced_lines(config, catalog)]
