@@ -25,6 +25,11 @@ Where the tap bends singer-sdk (0.54, and 0.55's pre-releases), each in one plac
    SDK would parse it again in ``parse_response`` and in the paginator, after the retries.
    Would go with an SDK hook that parses a response once, inside the retried call, and hands
    the parsed body to the hooks that read it.
+4. ``TapStream._generate_record_messages`` (streams/base.py), a private of the SDK, is
+   overridden: where the catalog selects every property, a record's messages are made
+   without the SDK's selection pass, which copies and walks every record to remove nothing;
+   otherwise it is the SDK's own. Why: the SDK has no hook between ``post_process`` and the
+   message. Would go with an SDK that skips the pass when nothing is deselected.
 """
 
 from __future__ import annotations
