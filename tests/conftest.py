@@ -375,13 +375,24 @@ def sync(
     tap: TapAccessGov | None = None,
 ) -> SyncResult:
     """Run the tap in-process (a new one, or the given one) and parse what it writes."""
+    return parse_singer(sync_output(config, state=state, catalog=catalog, tap=tap).decode())
+
+
+def sync_output(
+    config: dict[str, t.Any],
+    *,
+    state: dict[str, t.Any] | None = None,
+    catalog: dict[str, t.Any] | None = None,
+    tap: TapAccessGov | None = None,
+) -> bytes:
+    """Run the tap in-process (a new one, or the given one): the bytes it writes."""
     out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
     with contextlib.redirect_stdout(out):
         if tap is None:
             tap = TapAccessGov(config=config, state=state, catalog=catalog, parse_env_config=False)
         tap.sync_all()
     out.flush()
-    return parse_singer(out.buffer.getvalue().decode())  # type: ignore[attr-defined]
+    return out.buffer.getvalue()  # type: ignore[attr-defined,no-any-return]
 
 
 def logged_before(result: SyncResult, instant: int) -> SyncResult:

@@ -28,6 +28,7 @@ from tests.conftest import (
     parse_singer,
     shared_emulator,
     sync,
+    sync_output,
     tap_config,
 )
 
@@ -124,16 +125,12 @@ def synced_lines(
 ) -> list[bytes]:
     """The tap's output lines, each instant at or after ``since`` (ns: the run's own clock:
     extraction times, snapshot stamps, the system log's bounds of the run) written as "now"."""
-    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
-    with contextlib.redirect_stdout(out):
-        TapAccessGov(config=config, catalog=catalog, parse_env_config=False).sync_all()
-    out.flush()
 
     def of_the_run(instant: re.Match[bytes]) -> bytes:
         return b'"now"' if ns(instant[1].decode()) >= since else instant[0]
 
     instant = re.compile(rb'"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z)"')
-    lines = out.buffer.getvalue().splitlines()  # type: ignore[attr-defined]
+    lines = sync_output(config, catalog=catalog).splitlines()
     return [instant.sub(of_the_run, line) for line in lines]
 
 
