@@ -293,9 +293,7 @@ def pytest_configure(config: pytest.Config) -> None:
     system = ROOT / ".meltano" / f"tests-{worker}"
     system.mkdir(parents=True, exist_ok=True)
     for kind in PLUGIN_KINDS:  # the install's (meltano_plugins), whether made yet or not
-        # CI's suite against the next SDK runs beside the main one, with workers of the
-        # same names (tasks.py, sdk_next_meanwhile): the other may link it first
-        with contextlib.suppress(FileExistsError):
+        if not (system / kind).is_symlink():
             (system / kind).symlink_to(ROOT / ".meltano" / kind)
     os.environ.setdefault(MELTANO_SYS_DIR, str(system))
     dbt = ROOT / "transform" / "target" / f"tests-{worker}"
