@@ -26,6 +26,7 @@ from emulator import Dataset, Emulator, lifecycle
 from emulator.grants import CurrentGrant
 from emulator.system_log import Kind, LogEvent
 from emulator.timefmt import format_ns, parse_rfc3339
+from tests import removals
 from tests.conftest import E2E_DATASET, meltano
 from tests.team_project import builds_the_package_on_duckdb, builds_the_package_on_postgres
 from tests.test_models import (
@@ -351,47 +352,54 @@ def engine_query(query: t.Callable[[str], list[tuple]], engine: str) -> t.Callab
     return run
 
 
-def test_access_history_and_evidence_models_on_duckdb_equal_the_emulators_truth(
+def test_access_history_evidence_and_removals_on_duckdb_equal_the_emulators_truth(
     meltano_plugins: None, tenant: Emulator, tmp_path: Path
 ) -> None:
-    """`meltano run tap-accessgov target-jsonl dbt-duckdb:build` twice, every model of
-    access history and of evidence equal to the truth after each: unset fields sent empty
-    ("", false, 0, UNKNOWN) by the first run and omitted by the second, as a service release
-    may change its marshalling (the same answers from files of one shape and then of both),
-    new events and decided tasks between them (``between_runs``). After the first, a team's
-    own dbt project builds the package over the same files (tests/team_project.py). Then, on
-    a copy of the files, builds as of before the feed with an app the catalog no longer
-    lists, and without a complete snapshot of grants; last, on the files themselves, a
-    ``grants`` snapshot read before a review closed
-    (``a_review_closes_after_grants_were_read``, the vendor's mix of unset fields)."""
+    """`meltano run tap-accessgov target-jsonl dbt-duckdb:build dbt-duckdb:prune` through the
+    removals scenario (tests/removals.py: removals, a killed run, an entitlement back), every
+    model of access history equal to the truth after each build, and of evidence after the
+    first two: unset fields sent empty ("", false, 0, UNKNOWN) by the first run and omitted by
+    the second, as a service release may change its marshalling (the same answers from files
+    of one shape and then of both), new events and decided tasks between them
+    (``between_runs``), the vendor's mix after. After the first, a team's own dbt project
+    builds the package over the same files (tests/team_project.py). Then, on a copy of the
+    files, builds as of before the feed with an app the catalog no longer lists, and without
+    a complete snapshot of grants; last, on the files themselves, a ``grants`` snapshot read
+    before a review closed (``a_review_closes_after_grants_were_read``)."""
     ds = tenant.dataset
     as_of = as_of_instant(ds)
     env, query = duckdb_models(tenant, tmp_path, as_of)
     evidence = engine_query(query, "duckdb")
     jsonl = tmp_path / "jsonl"
 
-    tenant.emit_unpopulated = True
-    meltano("run", "tap-accessgov", "target-jsonl", "dbt-duckdb:build", env=env)
-    compare_access_history(query, truth(ds, as_of))
-    compare(evidence, "duckdb", ds, grants_read(ds))
-    builds_the_package_on_duckdb(tmp_path / "package", jsonl, tmp_path / "models.duckdb", as_of)
+    def after_first() -> None:
+        compare(evidence, "duckdb", ds, grants_read(ds))
+        builds_the_package_on_duckdb(tmp_path / "package", jsonl, tmp_path / "models.duckdb", as_of)
 
-    tenant.add_events(count=NEW_EVENTS)
-    between_runs(tenant)
-    tenant.emit_unpopulated = False
-    meltano("run", "tap-accessgov", "target-jsonl", "dbt-duckdb:build", env=env)
-    # JSONL appended the bookmark instant's events again, every exclusion and user, and each
-    # task as often as the tap delivered it: the models must count none of them twice.
-    lines = (jsonl / "grant_feed.jsonl").read_text().count("\n")
-    assert lines > ds.total
-    assert evidence("SELECT max(times_loaded) FROM {schema}.stg_tasks")[0][0] >= 2
-    compare_access_history(query, truth(ds, as_of))
-    compare_service_activity(query, ds)  # the first run's reads among them
-    compare(evidence, "duckdb", ds, grants_read(ds))
+    def after_second() -> None:
+        # JSONL appended the bookmark instant's events again and each task as often as the
+        # tap delivered it: the models must count none of them twice.
+        lines = (jsonl / "grant_feed.jsonl").read_text().count("\n")
+        assert lines > ds.total
+        assert evidence("SELECT max(times_loaded) FROM {schema}.stg_tasks")[0][0] >= 2
+        compare_service_activity(query, ds)  # the first run's reads among them
+        compare(evidence, "duckdb", ds, grants_read(ds))
+        tenant.emit_unpopulated = None  # the vendor's mix from here on
+
+    tenant.emit_unpopulated = True
+    build_and_prune = ("dbt-duckdb:build", "dbt-duckdb:prune")
+    removals.scenario(
+        tenant,
+        query,
+        removals.jsonl_copies(jsonl),
+        lambda: meltano("run", "tap-accessgov", "target-jsonl", *build_and_prune, env=env),
+        lambda: removals.killed_run(tenant, env, "tap-accessgov", "target-jsonl"),
+        lambda: meltano("run", *build_and_prune, env=env),
+        removals.Alongside(after_first, lambda: changes_between_runs(tenant), after_second),
+    )
 
     builds_before_the_feed_and_without_grants(ds, env, tmp_path)
 
-    tenant.emit_unpopulated = None  # the vendor's mix
     a_review_closes_after_grants_were_read(
         ds,
         "duckdb",
@@ -400,6 +408,14 @@ def test_access_history_and_evidence_models_on_duckdb_equal_the_emulators_truth(
             "run", "tap-accessgov", "target-jsonl", "dbt-duckdb:build", env=env | NOT_GRANTS
         ),
     )
+
+
+def changes_between_runs(tenant: Emulator) -> None:
+    """Before the second run: new events and decided tasks (``between_runs``), and unset
+    fields omitted from here on."""
+    tenant.add_events(count=NEW_EVENTS)
+    between_runs(tenant)
+    tenant.emit_unpopulated = False
 
 
 def builds_before_the_feed_and_without_grants(
@@ -456,34 +472,42 @@ def builds_before_the_feed_and_without_grants(
     assert query("SELECT count(*) FROM {schema}.feed_vs_service_grants") == [(0,)]
 
 
-def test_evidence_and_access_history_models_on_postgres_equal_the_emulators_truth(
+def test_evidence_access_history_and_removals_on_postgres_equal_the_emulators_truth(
     meltano_plugins: None, tenant: Emulator, postgres, warehouse_url: str, tmp_path: Path
 ) -> None:
-    """The shipped job (load, then build) twice: every model of evidence and of access
-    history equals the truth (after the first, a team's own dbt project builds the package
-    over the same tables: tests/team_project.py); then a ``grants`` snapshot read before a
-    review closed. Unset
-    fields sent empty (EmitUnpopulated) here, omitted on DuckDB and in
-    tests/test_production.py's second runner (the same comparisons there, after decided tasks
-    and new events, on every server): the same answers. The review-close step is served the
-    vendor's mix, as the other runs of this file."""
+    """The shipped job (load, build, prune) through the removals scenario
+    (tests/removals.py): every model of access history equals the truth after each build, and
+    of evidence after the first two (after the first, a team's own dbt project builds the
+    package over the same tables: tests/team_project.py); then a ``grants`` snapshot read
+    before a review closed. Unset fields sent empty (EmitUnpopulated) by the first run, then,
+    after new events and decided tasks, omitted (as on DuckDB and in
+    tests/test_production.py's second runner, on every server): the same answers. From the
+    killed run on, the vendor's mix."""
     connection, schema = postgres
-    tenant.emit_unpopulated = True
     ds = tenant.dataset
     as_of = as_of_instant(ds)
     env, query = postgres_models(tenant, tmp_path, as_of, connection, schema, warehouse_url)
     run = engine_query(query, "postgres")
-    meltano("run", "accessgov", env=env)
-    compare(run, "postgres", ds, grants_read(ds))
-    compare_access_history(query, truth(ds, as_of))
-    builds_the_package_on_postgres(tmp_path, connection, schema, warehouse_url, as_of)
 
-    between_runs(tenant)
-    meltano("run", "accessgov", env=env)
-    compare(run, "postgres", ds, grants_read(ds))
-    compare_access_history(query, truth(ds, as_of))
+    def after_first() -> None:
+        compare(run, "postgres", ds, grants_read(ds))
+        builds_the_package_on_postgres(tmp_path, connection, schema, warehouse_url, as_of)
 
-    tenant.emit_unpopulated = None  # the vendor's mix again, as the other runs of this file
+    def after_second() -> None:
+        compare(run, "postgres", ds, grants_read(ds))
+        tenant.emit_unpopulated = None  # the vendor's mix from here on
+
+    tenant.emit_unpopulated = True
+    removals.scenario(
+        tenant,
+        query,
+        removals.postgres_copies(connection, schema),
+        lambda: meltano("run", "accessgov", env=env),  # the shipped job: load, build, prune
+        lambda: removals.killed_run(tenant, env, "tap-accessgov", "target-postgres"),
+        lambda: meltano("run", "dbt-postgres:build", "dbt-postgres:prune", env=env),
+        removals.Alongside(after_first, lambda: changes_between_runs(tenant), after_second),
+    )
+
     a_review_closes_after_grants_were_read(
         ds, "postgres", run, lambda: meltano("run", "accessgov", env=env | NOT_GRANTS)
     )

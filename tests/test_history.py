@@ -9,7 +9,8 @@ what the emulator cannot easily stage.
 - the prune keeps the latest snapshot the log has read and deletes the others' lines, each
   remaining line byte for byte; a dry run deletes nothing; ``--full-refresh`` leaves the logs.
 
-The end-to-end runs through Meltano, on DuckDB and PostgreSQL, are in test_removals.py.
+The end-to-end runs through Meltano, on DuckDB and PostgreSQL, are in removals.py (run by
+test_evidence_models.py's scenario on each engine).
 """
 
 from __future__ import annotations

@@ -16,10 +16,15 @@ after each step the loaded tables hold only the copies kept (the latest complete
 each stream, and the killed run's partial one, newer), yet automation_exclusion_history equals
 the history the emulator's states make, instant for instant (issue 28, history without a
 copy per run).
+
+The scenario runs inside each engine's models scenario (tests/test_evidence_models.py), which
+adds its own checks and changes at the points ``Alongside`` names: one tenant, one set of
+loads and builds per engine for every model's comparison.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import subprocess
@@ -30,18 +35,17 @@ from collections import Counter
 from pathlib import Path
 
 from emulator import Dataset, Emulator
-from tests.conftest import BIN, CREDENTIAL, FULL_TABLE, ROOT, meltano
+from tests.conftest import BIN, CREDENTIAL, FULL_TABLE, ROOT
 from tests.test_models import (
     as_of_instant,
     compare,
-    duckdb_models,
     exclusion_changes,
     logged_change,
-    postgres_models,
     truth,
 )
 
 Query = t.Callable[[str], list[tuple]]
+Step = t.Callable[[], None]
 # Per full-table stream: the distinct snapshotAt of its loaded rows, and their number.
 RawCopies = t.Callable[[], dict[str, tuple[int, int]]]
 
@@ -262,13 +266,30 @@ def one_copy(ds: Dataset, expected: dict[str, t.Any]) -> dict[str, tuple[int, in
     }
 
 
+def nothing() -> None:
+    pass
+
+
+@dataclasses.dataclass(frozen=True)
+class Alongside:
+    """What a scenario that carries other checks does at the removals' steps: after the first
+    complete run's checks; before the second run (after the removals, before the truth of the
+    second run is taken, so that changes made here are in it); after the second run's
+    checks."""
+
+    after_first: Step = nothing
+    before_second: Step = nothing
+    after_second: Step = nothing
+
+
 def scenario(
     emulator: Emulator,
     query: Query,
     raw_copies: RawCopies,
-    load_and_build: t.Callable[[], None],
-    load_killed: t.Callable[[], None],
-    build: t.Callable[[], None],
+    load_and_build: Step,
+    load_killed: Step,
+    build: Step,
+    alongside: Alongside = Alongside(),
 ) -> None:
     """Each of ``load_and_build`` and ``build`` ends with the prune."""
     ds = emulator.dataset
@@ -281,9 +302,11 @@ def scenario(
     check(query, first, ever, snapshots=1)
     check_history_is_the_truth(query, [first["exclusions"]], ds)
     check_raw_copies(raw_copies, one_copy(ds, first))
+    alongside.after_first()
 
     for kind in ("exclusion", "entitlement", "user"):
         emulator.remove(**removals[kind])
+    alongside.before_second()
     second = service_now(ds, as_of)
     gone = ever - second["exclusions"]
     exclusion = removals["exclusion"]
@@ -301,6 +324,7 @@ def scenario(
     assert with_the_entitlement
     assert not any(removed_by[key] for key in with_the_entitlement), "no exclusion removal logged"
     check_raw_copies(raw_copies, one_copy(ds, second))
+    alongside.after_second()
 
     emulator.remove(**removals["later"])
     load_killed()
@@ -334,12 +358,9 @@ def scenario(
     check_raw_copies(raw_copies, one_copy(ds, fourth))
 
 
-def test_removals_reach_the_duckdb_models_and_a_killed_run_changes_nothing(
-    meltano_plugins: None, e2e_emulator: Emulator, tmp_path: Path
-) -> None:
+def jsonl_copies(jsonl: Path) -> RawCopies:
+    """``RawCopies`` of target-jsonl's files in ``jsonl``."""
     import duckdb
-
-    env, query = duckdb_models(e2e_emulator, tmp_path, as_of_instant(e2e_emulator.dataset))
 
     def raw_copies() -> dict[str, tuple[int, int]]:
         found = {}
@@ -348,29 +369,17 @@ def test_removals_reach_the_duckdb_models_and_a_killed_run_changes_nothing(
                 counted = db.execute(
                     "SELECT count(DISTINCT snapshotAt), count(*) "
                     "FROM read_json(?, format='newline_delimited')",
-                    [str(tmp_path / "jsonl" / f"{stream}.jsonl")],
+                    [str(jsonl / f"{stream}.jsonl")],
                 ).fetchone()
                 assert counted is not None
                 found[stream] = (int(counted[0]), int(counted[1]))
         return found
 
-    build_and_prune = ("dbt-duckdb:build", "dbt-duckdb:prune")
-    scenario(
-        e2e_emulator,
-        query,
-        raw_copies,
-        lambda: meltano("run", "tap-accessgov", "target-jsonl", *build_and_prune, env=env),
-        lambda: killed_run(e2e_emulator, env, "tap-accessgov", "target-jsonl"),
-        lambda: meltano("run", *build_and_prune, env=env),
-    )
+    return raw_copies
 
 
-def test_removals_reach_the_postgres_models_and_a_killed_run_changes_nothing(
-    meltano_plugins: None, e2e_emulator: Emulator, postgres, warehouse_url: str, tmp_path: Path
-) -> None:
-    connection, schema = postgres
-    as_of = as_of_instant(e2e_emulator.dataset)
-    env, query = postgres_models(e2e_emulator, tmp_path, as_of, connection, schema, warehouse_url)
+def postgres_copies(connection: t.Any, schema: str) -> RawCopies:
+    """``RawCopies`` of target-postgres's tables in ``schema``."""
 
     def raw_copies() -> dict[str, tuple[int, int]]:
         return {
@@ -382,12 +391,4 @@ def test_removals_reach_the_postgres_models_and_a_killed_run_changes_nothing(
             for stream in (*FULL_TABLE, "full_table_snapshots")
         }
 
-    scenario(
-        e2e_emulator,
-        query,
-        raw_copies,
-        # the shipped job: load, then build, then prune
-        lambda: meltano("run", "accessgov", env=env),
-        lambda: killed_run(e2e_emulator, env, "tap-accessgov", "target-postgres"),
-        lambda: meltano("run", "dbt-postgres:build", "dbt-postgres:prune", env=env),
-    )
+    return raw_copies
