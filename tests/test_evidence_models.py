@@ -27,7 +27,7 @@ from emulator.grants import CurrentGrant
 from emulator.system_log import Kind, LogEvent
 from emulator.timefmt import format_ns, parse_rfc3339
 from tests import removals
-from tests.conftest import E2E_DATASET, meltano
+from tests.conftest import E2E_DATASET, ROOT, meltano
 from tests.team_project import builds_the_package_on_duckdb, builds_the_package_on_postgres
 from tests.test_models import (
     NAMED,
@@ -35,6 +35,7 @@ from tests.test_models import (
     as_of_instant,
     before_the_feed,
     catalog_names,
+    check_plans_stay_linear,
     compare_service_activity,
     duckdb_models,
     duckdb_query,
@@ -481,8 +482,9 @@ def test_evidence_access_history_and_removals_on_postgres_equal_the_emulators_tr
     package over the same tables: tests/team_project.py); then a ``grants`` snapshot read
     before a review closed. Unset fields sent empty (EmitUnpopulated) by the first run, then,
     after new events and decided tasks, omitted (as on DuckDB and in
-    tests/test_production.py's second runner, on every server): the same answers. From the
-    killed run on, the vendor's mix."""
+    tests/test_production.py's second runner, on the tests' own server): the same answers.
+    After the first, also the plan guard (``check_plans_stay_linear``, as the second runner
+    on the other server). From the killed run on, the vendor's mix."""
     connection, schema = postgres
     ds = tenant.dataset
     as_of = as_of_instant(ds)
@@ -491,6 +493,9 @@ def test_evidence_access_history_and_removals_on_postgres_equal_the_emulators_tr
 
     def after_first() -> None:
         compare(run, "postgres", ds, grants_read(ds))
+        # dbt's target: a worker's own under pytest-xdist (conftest), else meltano.yml's
+        target = env.get("DBT_POSTGRES_TARGET_PATH", str(ROOT / "transform/target/postgres"))
+        check_plans_stay_linear(connection, Path(target))
         builds_the_package_on_postgres(tmp_path, connection, schema, warehouse_url, as_of)
 
     def after_second() -> None:

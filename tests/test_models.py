@@ -1012,8 +1012,9 @@ def check_plans_stay_linear(connection: t.Any, target: Path) -> None:
     manifest.json and the compiled SQL), asks PostgreSQL for the plan of every model with hash
     and merge joins switched off, i.e. the nested loops a planner misled by its estimates (it
     cannot estimate filters on computed columns) would pick. Every such loop over the events
-    must look rows up through an index. (Run by tests/test_production.py's second runner, on
-    every server.)"""
+    must look rows up through an index. (Run on each PostgreSQL release: by
+    tests/test_evidence_models.py's PostgreSQL scenario and tests/test_production.py's second
+    runner.)"""
     manifest = json.loads((target / "manifest.json").read_text())
     event_scale = event_scale_relations(manifest)
     assert {"grant_feed", "int_grant_lifecycle_events", "grants_without_ticket"} <= event_scale

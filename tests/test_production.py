@@ -31,6 +31,7 @@ from tests.conftest import (
     DBT_PER_WORKER,
     E2E_DATASET,
     ON_EVERY_SERVER,
+    ON_OWN_SERVER,
     PLUGIN_KINDS,
     ROOT,
     libpq_env,
@@ -176,7 +177,9 @@ def compare_models(warehouse: dict[str, t.Any], ds: Dataset, as_of: int) -> None
     compare_evidence(engine_query(query, "postgres"), "postgres", ds, grants_read(ds))
 
 
-@ON_EVERY_SERVER  # state and run records in each release's system database
+# The configured server's release runs the models scenario with the plan guard
+# (tests/test_evidence_models.py) and this file's other runs of the job in its system database.
+@ON_OWN_SERVER
 def test_a_second_runner_with_a_fresh_project_continues_from_the_first_ones_state(
     meltano_plugins: None,
     make_emulator: t.Callable[..., Emulator],
@@ -186,8 +189,9 @@ def test_a_second_runner_with_a_fresh_project_continues_from_the_first_ones_stat
     """Also the models on PostgreSQL with unset fields omitted by every endpoint (sent empty:
     tests/test_evidence_models.py; the vendor's mix: this file's other runs), each run's
     compared with the truth: access history, and evidence on the evidence tests' tenant
-    (``compare_models``; on every server, where tests/test_evidence_models.py's PostgreSQL
-    test runs on the configured one)."""
+    (``compare_models``), and the plan guard: on the tests' own server, where
+    tests/test_evidence_models.py's PostgreSQL scenario makes the same checks on the
+    configured one."""
     tenant = make_emulator(Dataset(**E2E_DATASET, ticket_ids="mixed"))
     tenant.emit_unpopulated = False
     env = prod_env(tenant, warehouse)
