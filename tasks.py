@@ -120,7 +120,8 @@ def test(extra: list[str]) -> None:
     give a plain ``pytest`` one per core; ``-n 0`` among the arguments runs it in one process):
     its tests wait part of their time (processes starting, retries, heartbeats), and a third
     worker on 2 cores fills it. Measured on fresh clones the same day: pytest 676 s against
-    708 s with a worker per core (the whole command 903 s against 952 s).
+    708 s with a worker per core (the whole command 903 s against 952 s); two later runs with
+    3 workers, 683 and 766 s: the gain is within the machine's noise, and costs nothing.
 
     Its end-to-end tests use the PostgreSQL that answers at ACCESSGOV_TEST_POSTGRES_URL (or
     the PG* variables, default 127.0.0.1:5432), else a throwaway server of their own; where
