@@ -189,9 +189,8 @@ class TapStream(ProgressReportingStream, SnapshotStream):
 
         A private of the SDK (0.54, 0.55): it has no public hook between ``post_process``
         and the message, and this is the one place the tap overrides it (the fourth bend
-        listed in tap.py). The rest is the
-        SDK's, step for step (its type conformance is NONE here, a no-op): stream maps, the
-        stream's version, the extraction time. tests/test_output.py compares both paths'
+        listed in tap.py). The rest is the SDK's, step for step (its type conformance is NONE
+        here, a no-op): stream maps, the stream's version, the extraction time. tests/test_output.py compares both paths'
         messages for every stream."""
         if not self.selects_every_property:
             yield from super()._generate_record_messages(record)
