@@ -147,6 +147,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="days of the system log served (0: every event); an earlier since is answered "
         "from the retention's start",
     )
+    p.add_argument(
+        "--frozen",
+        action="store_true",
+        help="the data never changes and no call is logged, so each answer is built once and "
+        "kept: a server that costs next to nothing to read again (the benchmarks' baseline)",
+    )
     p.add_argument("--credential-seed", type=int, default=7)
     p.add_argument("--tenant", default="acme.accessgov.test")
     p.add_argument(
@@ -192,6 +198,8 @@ def main(argv: list[str] | None = None) -> int:
         shapes=args.shapes,
         log_order=args.log_order,
         log_retention_days=args.log_retention_days,
+        log_calls=not args.frozen,
+        frozen=args.frozen,
     )
     stop = threading.Event()
 

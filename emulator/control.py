@@ -43,8 +43,13 @@ class Emulator(Settings):
         log_order: str = "asked",
         log_retention_days: int = 0,
         log_calls: bool = True,
+        frozen: bool = False,
     ) -> None:
+        """``frozen``: the data never changes (the controls that change it refuse) and no
+        call is logged (``log_calls`` must be False), so each answer is built once and kept
+        (service.FrozenAnswers): for an emulator that many runs only read."""
         super().__init__(
+            frozen=frozen,
             token_lifetime=token_lifetime,
             latency=latency,
             exclusions_ignore_page_token=exclusions_ignore_page_token,
@@ -141,19 +146,27 @@ class Emulator(Settings):
 
     def add_events(self, count: int = 0, dates: list[Any] | None = None) -> int:
         """Append feed events (see Dataset.add_events); returns the new event total."""
+        self._changing("add events")
         return self.dataset.add_events(count=count, dates=dates)
 
     def close_tasks(self, count: int | None = None, at: Any = None) -> list[str]:
         """Decide open tasks between two runs (see Dataset.close_tasks); returns their ids."""
+        self._changing("close tasks")
         return self.dataset.close_tasks(count=count, at=at)
 
     def remove(self, **ids: str) -> None:
         """Delete an exclusion, a user, an app entitlement or an app (see Dataset.remove)."""
+        self._changing("remove")
         self.dataset.remove(**ids)
 
     def restore(self, **ids: str) -> None:
         """Bring back what remove() deleted (see Dataset.restore)."""
+        self._changing("restore")
         self.dataset.restore(**ids)
+
+    def _changing(self, what: str) -> None:
+        if self.frozen:
+            raise ValueError(f"cannot {what}: this emulator is frozen (its answers are kept)")
 
     def tenant(self) -> dict[str, Any]:
         """What a client of this tenant is told, in the service's terms: where it answers, the

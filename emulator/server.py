@@ -52,8 +52,9 @@ class Backend(Protocol):
         """Hold the request's place while it is answered; the fault to inject, if any."""
         ...
 
-    def answer(self, request: Request) -> dict[str, Any]:
-        """The body of a 200 answer; raises ApiError for any other answer."""
+    def answer(self, request: Request) -> bytes:
+        """The encoded body of a 200 answer (``json_body``); raises ApiError for any other
+        answer."""
         ...
 
 
@@ -61,7 +62,8 @@ class Backend(Protocol):
 Control = Callable[[str, str, bytes], dict[str, Any]]
 
 
-def _json(obj: Any) -> bytes:
+def json_body(obj: Any) -> bytes:
+    """A JSON body as the service encodes it."""
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
 
 
@@ -180,16 +182,16 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             body = self._read_body()
             if url.path.startswith("/_emulator/"):
-                self._send(200, _json(self.server.control(method, url.path, body)))
+                self._send(200, json_body(self.server.control(method, url.path, body)))
             else:
                 self._serve(method, url.path, parse_qs(url.query, keep_blank_values=True), body)
         except ApiError as err:
-            self._send(err.status, _json(err.body()), headers=err.headers)
+            self._send(err.status, json_body(err.body()), headers=err.headers)
         except ConnectionError:  # the client hung up (e.g. its read timeout): nothing to say
             self.close_connection = True
         except Exception:  # an emulator bug: say so loudly, answer like a server would
             traceback.print_exc(file=sys.stderr)
-            self._send(500, _json(canned(500).body()))
+            self._send(500, json_body(canned(500).body()))
 
     def _serve(self, method: str, path: str, query: dict[str, list[str]], body: bytes) -> None:
         backend = self.server.backend
@@ -206,7 +208,7 @@ class _Handler(BaseHTTPRequestHandler):
         with backend.admit(path) as fault:
             if fault and self._inject(fault):
                 return
-            self._send(200, _json(backend.answer(request)))
+            self._send(200, backend.answer(request))
 
     def _inject(self, fault: Fault) -> bool:
         """Apply `fault`; True if the request is fully answered (or dropped)."""
@@ -219,7 +221,7 @@ class _Handler(BaseHTTPRequestHandler):
         if fault.kind.isdigit() and int(fault.kind) in CANNED:
             headers = {"Retry-After": fault.retry_after} if fault.kind == "429" else None
             err = canned(int(fault.kind), headers)
-            self._send(err.status, _json(err.body()), headers=err.headers)
+            self._send(err.status, json_body(err.body()), headers=err.headers)
         elif fault.kind == "malformed":
             self._send(200, b"<html><body>upstream connect error</body></html>")
         else:  # truncated: promise more bytes than we send, then hang up

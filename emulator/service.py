@@ -14,7 +14,7 @@ import re
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import unquote
@@ -33,7 +33,7 @@ from emulator.grants import list_entitlement_users, search_grants
 from emulator.paging import PageTokens
 from emulator.past_grants import search_past_grants
 from emulator.reviews import list_access_reviews
-from emulator.server import Request
+from emulator.server import Request, json_body
 from emulator.system_log import ORDERS as LOG_ORDERS
 from emulator.system_log import Actor, Kind, list_events
 from emulator.tasks import search_tasks
@@ -92,7 +92,11 @@ class Settings:
         log_order: str = "asked",
         log_retention_days: int = 0,
         log_calls: bool = True,
+        frozen: bool = False,
     ) -> None:
+        # The data never changes and no call is logged, so each answer is built once
+        # (FrozenAnswers); fixed for the emulator's life.
+        self.frozen = frozen
         self.token_lifetime = token_lifetime
         self.latency = latency
         # Answer every exclusions request with the first page and the same token, like a
@@ -115,6 +119,16 @@ class Settings:
         # long-lived emulator that many runs read in full (the tests' shared one) turns it
         # off, or each run reads every earlier run's calls again.
         self.log_calls = log_calls
+
+    @property
+    def log_calls(self) -> bool:
+        return self._log_calls
+
+    @log_calls.setter
+    def log_calls(self, flag: bool) -> None:
+        if flag and self.frozen:
+            raise ValueError("a frozen emulator logs no calls: its answers never change")
+        self._log_calls = flag
 
     @property
     def log_order(self) -> str:
@@ -290,6 +304,43 @@ class InFlight:
             self.peak = self.now
 
 
+class FrozenAnswers:
+    """The encoded 200 answers of a frozen tenant, by request: its data cannot change and it
+    logs no calls, so a request asked again gets the same body, and answering it costs a
+    lookup instead of building and encoding the page again. For an emulator many runs read
+    (the tests' shared ones, the benchmarks' server, whose serving cost would otherwise sit
+    on both sides of every ratio). Everything a request meets before its body still runs
+    every time: the gateway's rate limit, latency and faults (``Service.admit``) and the
+    bearer check; an error answer is never kept. The key holds the settings that shape a
+    body, so a change of them is a new key; the system log under a retention (its start
+    moves with the clock) is built every time."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._bodies: dict[tuple[Any, ...], bytes] = {}
+        self.built = 0  # bodies built (misses), for the tests
+
+    def answer(self, request: Request, build: Callable[[Request], bytes]) -> bytes:
+        settings = self._settings
+        if request.path == SYSTEM_LOG_PATH and settings.log_retention_days:
+            return build(request)
+        key = (
+            request.method,
+            request.path,
+            tuple(sorted((name, tuple(values)) for name, values in request.query.items())),
+            request.body,
+            settings.emit_unpopulated,
+            settings.shapes,
+            settings.log_order,
+            settings.exclusions_ignore_page_token,
+        )
+        body = self._bodies.get(key)
+        if body is None:  # two threads may build the same body: the same bytes, kept once
+            body = self._bodies[key] = build(request)
+            self.built += 1
+        return body
+
+
 class Service:
     """The tenant's service: its data, the credential it accepts, the tokens it issued, its
     page tokens, the faults planned for it and its counters."""
@@ -303,9 +354,15 @@ class Service:
         self.page_tokens = PageTokens()
         self.counters = Stats()
         self.in_flight = InFlight()
+        # A frozen tenant's answers, each built once (Settings.frozen).
+        self.frozen = FrozenAnswers(settings) if settings.frozen else None
 
     def stats(self) -> dict[str, Any]:
-        return self.counters.snapshot() | {"peak_in_flight": self.in_flight.peak}
+        built = None if self.frozen is None else self.frozen.built
+        return self.counters.snapshot() | {
+            "peak_in_flight": self.in_flight.peak,
+            "frozen_answers_built": built,
+        }
 
     def reset_stats(self) -> None:
         self.counters.reset()
@@ -340,10 +397,10 @@ class Service:
             self.counters.count("faults_injected", fault.kind)
         return fault
 
-    def answer(self, request: Request) -> dict[str, Any]:
-        """The JSON body of a 200 answer to an admitted request; ApiError for any other."""
+    def answer(self, request: Request) -> bytes:
+        """The encoded body of a 200 answer to an admitted request; ApiError for any other."""
         if request.path == TOKEN_PATH:
-            return self._token(request)
+            return json_body(self._token(request))
         if not request.path.startswith("/api/"):
             raise ApiError(404, NOT_FOUND, "not found")
         try:
@@ -351,11 +408,13 @@ class Service:
         except ApiError:
             self.counters.count("unauthorized")
             raise
+        if self.frozen is not None:
+            return self.frozen.answer(request, self._route_encoded)
         if not self.settings.log_calls:
-            return self._route(request)
+            return self._route_encoded(request)
         ok = False
         try:
-            answer = self._route(request)
+            answer = self._route_encoded(request)
             ok = True
             return answer
         finally:  # every authenticated call is an event of the system log
@@ -393,6 +452,9 @@ class Service:
                 user_agent=request.user_agent or "",
             )
         return auth.token_response(self.tokens, self.settings.token_lifetime)
+
+    def _route_encoded(self, request: Request) -> bytes:
+        return json_body(self._route(request))
 
     def _route(self, request: Request) -> dict[str, Any]:
         """The endpoint of the concern that answers ``request``, in the field shapes of the

@@ -110,11 +110,13 @@ def shared_emulator() -> Emulator:
     """One read-only emulator for the whole session, started on first use (also at import
     time, by the SDK's standard suite, whose class fixtures need a config up front). It logs
     no calls: every run reads its system log whole, which would otherwise hold every earlier
-    run's calls (a run's own calls are logged on the emulators of its own)."""
+    run's calls (a run's own calls are logged on the emulators of its own). Frozen: its data
+    never changes, so each answer is built once, and the many syncs that read it again pay
+    only for the gateway's checks (emulator/service.py, FrozenAnswers)."""
     global _shared
     if _shared is None:
         dataset = Dataset(**SMALL_DATASET)
-        _shared = Emulator(dataset, credential=CREDENTIAL, log_calls=False).start()
+        _shared = Emulator(dataset, credential=CREDENTIAL, log_calls=False, frozen=True).start()
     return _shared
 
 
@@ -127,7 +129,7 @@ def shaped_emulator(shapes: str) -> Emulator:
     if shapes not in _shaped:
         dataset = Dataset(**SMALL_DATASET)
         _shaped[shapes] = Emulator(
-            dataset, credential=CREDENTIAL, shapes=shapes, log_calls=False
+            dataset, credential=CREDENTIAL, shapes=shapes, log_calls=False, frozen=True
         ).start()
     return _shaped[shapes]
 

@@ -9,10 +9,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import requests
 
 from emulator import Emulator
 from emulator.tests.conftest import (
+    CRED,
     END,
     FEED,
     ROOT,
@@ -161,3 +163,72 @@ def test_cli_serves_until_sigterm(tmp_path: Path) -> None:
     finally:
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=10) == 0
+
+
+# ----- a frozen emulator -------------------------------------------------------------------
+
+
+def _read_everything(emulator: Emulator, session: requests.Session) -> list[bytes]:
+    """The raw bodies of the feed (every page, in pages of 37), the apps and the grants
+    search: the requests a sync sends, in order."""
+    bodies = []
+    body: dict[str, Any] = {"pageSize": 37}
+    while True:
+        answer = session.post(emulator.url + FEED, json=body, timeout=10)
+        answer.raise_for_status()
+        bodies.append(answer.content)
+        if not (token := answer.json()["nextPageToken"]):
+            break
+        body["pageToken"] = token
+    for path in ("/api/v1/apps?pageSize=3", "/api/v1/users"):
+        bodies.append(session.get(emulator.url + path, timeout=10).content)
+    bodies.append(session.post(emulator.url + "/api/v1/search/grants", json={}, timeout=10).content)
+    return bodies
+
+
+def test_a_frozen_emulator_answers_byte_for_byte_as_a_thawed_one_and_builds_each_once() -> None:
+    """Frozen (its answers kept): every body equal to a thawed emulator's of the same data,
+    also in another field shape; read again, nothing is built; the gateway still checks
+    every request (a bad bearer, a fault, a bad page token), and the data cannot change."""
+    with (
+        Emulator(small_dataset(events=900), credential=CRED, log_calls=False) as thawed,
+        Emulator(
+            small_dataset(events=900), credential=CRED, log_calls=False, frozen=True
+        ) as frozen,
+    ):
+        thawed.service.page_tokens = frozen.service.page_tokens  # the same tokens both ways
+        plain, kept = login(thawed), login(frozen)
+        first = _read_everything(frozen, kept)
+        assert first == _read_everything(thawed, plain)
+        built = frozen.service.frozen.built  # type: ignore[union-attr]
+        assert built == len(first)
+        assert _read_everything(frozen, kept) == first
+        assert frozen.service.frozen.built == built  # type: ignore[union-attr]
+        frozen.update_settings({"shapes": "older"})
+        thawed.update_settings({"shapes": "older"})
+        assert _read_everything(frozen, kept) == _read_everything(thawed, plain) != first
+
+        stranger = requests.Session()
+        stranger.headers["Authorization"] = "Bearer forged"
+        assert stranger.post(frozen.url + FEED, json={}, timeout=10).status_code == 401
+        frozen.faults.add(kind="503", path=FEED)
+        assert kept.post(frozen.url + FEED, json={}, timeout=10).status_code == 503
+        assert (
+            kept.post(frozen.url + FEED, json={"pageToken": "forged"}, timeout=10).status_code
+            == 400
+        )
+        for change, call in (
+            ("add events", lambda: frozen.add_events(count=1)),
+            ("close tasks", frozen.close_tasks),
+            ("remove", lambda: frozen.remove(user_id="u")),
+            ("restore", lambda: frozen.restore(user_id="u")),
+        ):
+            with pytest.raises(ValueError, match=f"cannot {change}: this emulator is frozen"):
+                call()
+        answer = requests.post(frozen.url + "/_emulator/events", json={"count": 1}, timeout=10)
+        assert answer.status_code == 400, answer.text
+        with pytest.raises(ValueError, match="logs no calls"):
+            frozen.log_calls = True
+        with pytest.raises(ValueError, match="logs no calls"):
+            Emulator(small_dataset(), credential=CRED, frozen=True)
+    assert frozen.dataset.total == 900
