@@ -5,9 +5,10 @@
 In one run, alternating the two sides of each comparison and reporting medians:
 
 0. the two headline ratios side by side (``--only ratios``, scripts/ratios_benchmark.py): at
-   50,000 events, the tap alone against the raw loop and the shipped ``meltano run`` against
-   the raw fetch+COPY loop, in the same rounds; ``--baseline REV`` adds another revision's
-   tap to the same rounds (before/after);
+   50,000 and 200,000 events (``--ratio-events``), on a frozen emulator (each answer built
+   once, in an untimed round), the tap alone with Meltano's catalog against the raw loop and
+   the shipped ``meltano run`` against the raw fetch+COPY loop, in the same rounds;
+   ``--baseline REV`` adds another revision's tap to the same rounds (before/after);
 1. grant_feed throughput: the tap (catalog selecting grant_feed, stdout to /dev/null) versus a
    plain loop over the same pages (scripts/raw_loop.py: requests.Session, pageSize 100, json
    parse, one json dump per record): the ratio tap/raw of records per second;
@@ -432,6 +433,12 @@ def main() -> None:
         type=int,
         default=50_000,
         help="grant events (nightly-sized feed: start-up counts)",
+    )
+    parser.add_argument(
+        "--ratio-events",
+        type=lambda text: [int(n) for n in text.split(",")],
+        default=[50_000, 200_000],
+        help="grant events of the headline ratios (comma-separated)",
     )
     parser.add_argument("--rounds", type=int, default=3, help="alternations of each comparison")
     parser.add_argument("--entitlements", type=int, default=200)

@@ -1,11 +1,24 @@
-"""The two headline ratios side by side (``--only ratios`` of scripts/benchmark.py): on one
-emulator of ``--mid-events`` events (50,000) without latency, in the same rounds, alternating:
+"""The two headline ratios side by side (``--only ratios`` of scripts/benchmark.py): at each of
+``--ratio-events`` (50,000 and 200,000), on one emulator without latency, in the same rounds,
+alternating:
 
-- the raw loop (scripts/raw_loop.py) and the tap alone (stdout to /dev/null): tap/raw, the
-  ratio of records per second (target >= 0.60);
-- the raw fetch+COPY loop (``raw_loop.py --copy``) and ``meltano --environment emulator run
+- the raw loop (scripts/raw_loop.py: decode each page, write each event as a JSON line) and
+  the tap alone with the catalog Meltano passes (discovered, only ``grant_feed`` selected;
+  stdout to /dev/null): tap/raw, the ratio of records per second (target >= 0.60);
+- the raw fetch+COPY loop (``raw_loop.py --copy``: ``copy.write_row`` of the ten columns into
+  a table with grant_feed's primary key) and ``meltano --environment emulator run
   tap-accessgov target-postgres`` as meltano.yml ships it: meltano-run/raw, the ratio of rows
   per second (target >= 0.25).
+
+The server costs next to nothing: the emulator is frozen (``--frozen``: its data never
+changes, so each answer is built once and kept), and one untimed round of every side builds
+every answer before the timed ones, which build none (the emulator's count is checked). A
+server that built each page again would add its seconds to both sides of a ratio and move it
+towards 1 (the raw loop waits for each page; the tap overlaps them). So that the tap asks the
+same pages in every run, its settings name an ``end_date`` a day after the data (both
+sides read every event): without one, its windows are cut up to the run's own start and
+every run asks pages the server has not built yet. Nothing else differs from what Meltano
+passes: the discovered catalog with only ``grant_feed`` selected, meltano.yml's settings.
 
 ``--baseline REV`` also runs another revision's tap (its ``tap_accessgov`` package from git,
 first on PYTHONPATH, for the tap alone and inside Meltano's run; everything else is this
@@ -17,6 +30,7 @@ and the ratios fall with the load.
 
 from __future__ import annotations
 
+import datetime
 import os
 import statistics
 import subprocess
@@ -31,12 +45,15 @@ from bench_runs import (
     run,
     start_emulator,
     tap_command,
+    with_settings,
 )
 from support import ROOT, Warehouse, install_plugins, libpq_url
 
 if t.TYPE_CHECKING:
     import argparse
     from pathlib import Path
+
+    from support import EmulatorProcess
 
 THIS = "this checkout"
 
@@ -54,59 +71,99 @@ def export_revision(revision: str, workdir: Path) -> Path:
 
 def ratios(args: argparse.Namespace, workdir: Path, report: t.Callable[[str], None]) -> None:
     install_plugins()
-    events = args.mid_events
     taps: dict[str, dict[str, str]] = {THIS: {}}
     if args.baseline:
         taps[args.baseline] = {"PYTHONPATH": str(export_revision(args.baseline, workdir))}
     warehouse = Warehouse()
-    emulator = start_emulator(
-        workdir, "ratios", "--events", str(events), "--exclusion-entitlements", "1"
-    )
     try:
-        catalog = catalog_for(emulator.config_path, "grant_feed", workdir)
-        times: dict[str, list[float]] = {"raw": [], "copy": []}
-        for name in taps:
-            times[f"tap {name}"], times[f"run {name}"] = [], []
-        load_before = os.getloadavg()[0]
-        for _ in range(args.rounds):
-            times["raw"].append(run(raw_loop(emulator.config_path))[0])
-            for name, env in taps.items():
-                times[f"tap {name}"].append(
-                    run(tap_command(emulator.config_path, catalog), env={**os.environ, **env})[0]
-                )
-            schema = warehouse.new_schema("copy")
-            url = libpq_url(warehouse.url)
-            times["copy"].append(
-                run(raw_loop(emulator.config_path, "--copy", url, f"{schema}.grant_feed"))[0]
+        for events in args.ratio_events:
+            emulator = start_emulator(
+                workdir,
+                f"ratios{events}",
+                "--events",
+                str(events),
+                "--exclusion-entitlements",
+                "1",
+                "--frozen",
             )
-            loaded = {"raw fetch+COPY": warehouse.rows(f"{schema}.grant_feed")}
-            warehouse.drop(schema)
-            for name, env in taps.items():
-                schema = warehouse.new_schema("run")
-                elapsed, _ = meltano_run(
-                    {**meltano_env(emulator, schema, workdir), **env}, workdir / "meltano.log"
-                )
-                times[f"run {name}"].append(elapsed)
-                loaded[f"meltano run ({name})"] = warehouse.rows(f"{schema}.grant_feed")
-                warehouse.drop(schema)
-            if wrong := {side: rows for side, rows in loaded.items() if rows != events}:
-                sys.exit(f"rows loaded {wrong}, events {events}")
-        median = {side: statistics.median(values) for side, values in times.items()}
-        report(
-            f"ratios side by side, grant_feed: {events:,} events, no latency, {args.rounds} "
-            f"rounds alternating (load average {load_before:.1f} -> {os.getloadavg()[0]:.1f})"
-        )
-        report(
-            f"  raw loop {median['raw']:.2f} s, raw fetch+COPY {median['copy']:.2f} s "
-            f"(medians); rows in PostgreSQL = {events:,} every run"
-        )
-        for name in taps:
-            tap_s, run_s = median[f"tap {name}"], median[f"run {name}"]
-            report(
-                f"  {name}: tap {tap_s:.2f} s, tap/raw = {median['raw'] / tap_s:.2f} "
-                f"(target >= 0.60); meltano run {run_s:.2f} s, "
-                f"run/raw fetch+COPY = {median['copy'] / run_s:.2f} (target >= 0.25)"
-            )
+            try:
+                side_by_side(emulator, events, taps, args.rounds, warehouse, workdir, report)
+            finally:
+                emulator.stop()
     finally:
-        emulator.stop()
         warehouse.close()
+
+
+def side_by_side(
+    emulator: EmulatorProcess,
+    events: int,
+    taps: dict[str, dict[str, str]],
+    rounds: int,
+    warehouse: Warehouse,
+    workdir: Path,
+    report: t.Callable[[str], None],
+) -> None:
+    """One untimed round (every answer built), then ``rounds`` timed ones, alternating; the
+    medians and both ratios of every tap."""
+    catalog = catalog_for(emulator.config_path, "grant_feed", workdir)
+    end_date = (datetime.datetime.now(datetime.UTC) + datetime.timedelta(days=1)).strftime(
+        "%Y-%m-%dT%H:%M:%SZ"
+    )
+    config = with_settings(emulator, workdir, f"ratios{events}", end_date=end_date)
+    times: dict[str, list[float]] = {"raw": [], "copy": []}
+    for name in taps:
+        times[f"tap {name}"], times[f"run {name}"] = [], []
+    load_before = os.getloadavg()[0]
+    built = 0
+    for timed in [False] + [True] * rounds:
+        round_times: dict[str, float] = {}
+        round_times["raw"] = run(raw_loop(emulator.config_path))[0]
+        for name, env in taps.items():
+            command = tap_command(config, catalog)
+            round_times[f"tap {name}"] = run(command, env={**os.environ, **env})[0]
+        schema = warehouse.new_schema("copy")
+        url = libpq_url(warehouse.url)
+        round_times["copy"] = run(
+            raw_loop(emulator.config_path, "--copy", url, f"{schema}.grant_feed")
+        )[0]
+        loaded = {"raw fetch+COPY": warehouse.rows(f"{schema}.grant_feed")}
+        warehouse.drop(schema)
+        for name, env in taps.items():
+            schema = warehouse.new_schema("run")
+            round_times[f"run {name}"], _ = meltano_run(
+                {
+                    **meltano_env(emulator, schema, workdir),
+                    "TAP_ACCESSGOV_END_DATE": end_date,
+                    **env,
+                },
+                workdir / "meltano.log",
+            )
+            loaded[f"meltano run ({name})"] = warehouse.rows(f"{schema}.grant_feed")
+            warehouse.drop(schema)
+        if wrong := {side: rows for side, rows in loaded.items() if rows != events}:
+            sys.exit(f"rows loaded {wrong}, events {events}")
+        answers = emulator.control("stats")["frozen_answers_built"]
+        if timed:
+            if answers != built:
+                sys.exit(f"the frozen emulator built {answers - built} answers in a timed round")
+            for side, seconds in round_times.items():
+                times[side].append(seconds)
+        built = answers
+    median = {side: statistics.median(values) for side, values in times.items()}
+    report(
+        f"ratios side by side, grant_feed: {events:,} events, no latency, frozen server "
+        f"({built:,} answers, built in the untimed round), {rounds} rounds alternating "
+        f"(load average {load_before:.1f} -> {os.getloadavg()[0]:.1f})"
+    )
+    report(
+        f"  raw loop {median['raw']:.2f} s ({events / median['raw']:,.0f} records/s), raw "
+        f"fetch+COPY {median['copy']:.2f} s ({events / median['copy']:,.0f} rows/s) (medians); "
+        f"rows in PostgreSQL = {events:,} every run"
+    )
+    for name in taps:
+        tap_s, run_s = median[f"tap {name}"], median[f"run {name}"]
+        report(
+            f"  {name}: tap {tap_s:.2f} s, tap/raw = {median['raw'] / tap_s:.2f} "
+            f"(target >= 0.60); meltano run {run_s:.2f} s ({events / run_s:,.0f} rows/s), "
+            f"run/raw fetch+COPY = {median['copy'] / run_s:.2f} (target >= 0.25)"
+        )
