@@ -30,6 +30,13 @@ Where the tap bends singer-sdk (0.54, and 0.55's pre-releases), each in one plac
    without the SDK's selection pass, which copies and walks every record to remove nothing;
    otherwise it is the SDK's own. Why: the SDK has no hook between ``post_process`` and the
    message. Would go with an SDK that skips the pass when nothing is deselected.
+5. The tap's state writer, the SDK's private ``Tap._state_writer``, is the tap's own
+   (output.StateWriter, set in ``TapAccessGov.__init__``): the same STATEs, the last one
+   kept as its JSON instead of a deep copy of the whole state after every STATE. Why: the
+   SDK builds its writer in its ``__init__`` and reads the attribute itself; a public
+   ``state_writer`` property alone would leave the SDK's writes on its own. Would go with a
+   writer class the SDK lets a tap name, as it does its message writer, or an SDK that
+   compares states without copying them.
 """
 
 from __future__ import annotations
@@ -52,7 +59,7 @@ from tap_accessgov.auth import (
     parse_client_id,
     parse_client_secret,
 )
-from tap_accessgov.output import OutputWriter
+from tap_accessgov.output import OutputWriter, StateWriter
 from tap_accessgov.request_budget import RequestBudget
 from tap_accessgov.streams import STREAM_TYPES, discover
 from tap_accessgov.streams.full_table_snapshots import FullTableSnapshotsStream
@@ -92,6 +99,7 @@ class TapAccessGov(Tap):
             raise ConfigValidationError(
                 "Config validation failed", errors=problems, schema=self.config_jsonschema
             )
+        self._state_writer = StateWriter(self.message_writer)  # the fifth bend (above)
 
     @cached_property
     @override
