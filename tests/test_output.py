@@ -13,8 +13,10 @@ import typing as t
 
 import pytest
 from singer_sdk.contrib.msgspec import MsgSpecWriter
+from singer_sdk.helpers._state import StateWriter as SdkStateWriter
+from singer_sdk.streams import Stream
 
-from tap_accessgov.output import CHUNK_BYTES, OutputWriter
+from tap_accessgov.output import CHUNK_BYTES, OutputWriter, StateWriter
 from tap_accessgov.streams import STREAM_TYPES
 from tap_accessgov.streams.base import TapStream
 from tap_accessgov.streams.grant_feed import GrantFeedStream
@@ -136,10 +138,11 @@ def synced_lines(
 
 def test_the_output_is_the_sdks_byte_for_byte(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every stream selected whole (what --discover gives and Meltano passes): the tap skips
-    the SDK's selection pass of each record and writes each STATE from its value as it is
-    (output.py). Its output is the same bytes as the SDK's own path's, every stream, every
-    STATE, in the same order; and where a property is deselected, the SDK's pass still
-    removes it."""
+    the SDK's selection pass of each record, writes each STATE from its value as it is,
+    keeps the last STATE as its JSON, not as a deep copy (output.py), and hands the SDK's
+    bookmark step only the records that can move it (windowed.py). Its output is the same
+    bytes as the SDK's own path's, every stream, every STATE, in the same order; and where a
+    property is deselected, the SDK's pass still removes it."""
     config = feed_config()  # the tenant's data is older than what follows
     # one instant for both runs' caps, and what the system log's windows derive from it
     now = datetime.datetime.now(datetime.UTC).isoformat()
@@ -154,6 +157,8 @@ def test_the_output_is_the_sdks_byte_for_byte(monkeypatch: pytest.MonkeyPatch) -
     with monkeypatch.context() as sdk:
         sdk.setattr(TapStream, "selects_every_property", False)
         sdk.setattr(OutputWriter, "serialize_message", MsgSpecWriter.serialize_message)
+        sdk.setattr(StateWriter, "write_state", SdkStateWriter.write_state)
+        sdk.setattr(RunCappedStream, "_increment_stream_state", Stream._increment_stream_state)
         assert synced_lines(config, since=since) == fast
 
     catalog = catalog_selecting(config, {"users": ["email"], "grant_feed": None})
