@@ -75,6 +75,16 @@ def bootstrap() -> None:
     STAMP.write_text(digest)
 
 
+def compile_checkout() -> None:
+    """Compile the checkout's own modules (the tap, the emulator, the scripts), as an
+    installed wheel's are: the tap is installed editable here, into .venv and Meltano's
+    plugin, so where PYTHONDONTWRITEBYTECODE is set every start of the tap compiled its
+    package from source again (measured: ``tap-accessgov --about`` 1.19 s against 1.00 s of
+    CPU; the tests start it hundreds of times, through Meltano and as a command). Only what
+    changed since is compiled again: a fraction of a second."""
+    run(BIN / "python", "-m", "compileall", "-q", "tap_accessgov", "emulator", "scripts")
+
+
 def locked(package: str) -> str:
     """One package's entry of the lock file: its ``name==version`` line and its hashes."""
     entry: list[str] = []
@@ -277,6 +287,8 @@ if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in COMMANDS:
         sys.exit(f"usage: python3 tasks.py {{{'|'.join(COMMANDS)}}} [args...]")
     bootstrap()
+    if sys.argv[1] in ("test", "demo", "benchmark"):
+        compile_checkout()
     try:
         COMMANDS[sys.argv[1]](sys.argv[2:])
     except subprocess.CalledProcessError as exc:
