@@ -148,11 +148,15 @@ def pieces(
     low: int,
     high: int,
     key_of: Callable[[Record], Key] | None = None,
+    page_dates: list[list[int]] | None = None,
 ) -> list[Window]:
     """How to read the rest of ``window`` after its full pages ``delivered`` (in the order the
     service sent them): ``[]`` to go on paging, else the windows to read instead (each
     skipping the events of ``delivered`` that it holds). ``key_of``: a record's key, its
     date last (None: not known; such a record is in no sample), by default a grant event's.
+    ``page_dates``: the known dates (ns, ``dates_of``) of the first pages of ``delivered``,
+    completed here for the rest: the reader keeps the list from one call to the next, so a
+    page's dates are read once, not again after every page that follows it.
 
     The pages say which order the service uses (``date_order``):
 
@@ -180,7 +184,9 @@ def pieces(
     pages = len(delivered)
     if pages < 2:
         return []  # one full page may be all there is (a nightly run's 120 events)
-    dates = [to_ns(d) for page in delivered for record in page if (d := key_of(record)[-1])]
+    page_dates = [] if page_dates is None else page_dates
+    page_dates.extend(dates_of(page, key_of) for page in delivered[len(page_dates) :])
+    dates = [date for dates_of_page in page_dates for date in dates_of_page]
     if abs(order := date_order(dates)) >= BY_DATE:
         # The unread side ahead of the reading holds the rest; the side behind it holds at
         # most the stragglers of a nearly sorted feed (none when sorted) and joins the part
@@ -195,7 +201,7 @@ def pieces(
         # otherwise predict a window full of pages ahead and cut it into MAX_PIECES pieces,
         # a request each, where a few pages remain; a piece that proves dense is split in
         # turn, so reading density low costs less than reading it high.
-        last = [to_ns(d) for record in delivered[-1] if (d := key_of(record)[-1])] or dates
+        last = page_dates[-1] or dates
         per_page = max(max(last) - min(last), (max(dates) - min(dates)) // pages, 1)
         ahead = end - read_edge if order > 0 else read_edge - start
         if ahead // per_page <= 2 * TARGET_PAGES:
@@ -238,6 +244,11 @@ def pieces(
     ]
 
 
+def dates_of(page: list[Record], key_of: Callable[[Record], Key]) -> list[int]:
+    """The dates (ns) of a page's records whose key has one, in the page's order."""
+    return [to_ns(date) for record in page if (date := key_of(record)[-1])]
+
+
 def date_order(dates: list[int]) -> float:
     """How the service orders a window, from the dates of its pages in the order sent: the
     rank correlation of position and date, 1 ascending, -1 descending, near 0 in no date
@@ -245,7 +256,7 @@ def date_order(dates: list[int]) -> float:
     n = len(dates)
     if n < 3:
         return 1.0
-    by_date = sorted(range(n), key=lambda position: (dates[position], position))
+    by_date = sorted(range(n), key=dates.__getitem__)  # stable: ties stay in position order
     squares = sum((rank - position) ** 2 for rank, position in enumerate(by_date))
     return 1 - 6 * squares / (n * (n * n - 1))
 
@@ -358,7 +369,7 @@ class WindowReader:
     def __init__(
         self,
         read: Callable[[Window], Iterable[Record]],
-        split: Callable[[Window, list[list[Record]], float | None], list[Window]],
+        split: Callable[[Window, list[list[Record]], list[list[int]], float | None], list[Window]],
         page_size: int,
         workers: Workers,
         count: int,
@@ -420,6 +431,7 @@ class WindowReader:
         records = self._read(window)
         page: list[Record] = []
         read: list[list[Record]] = []  # the first pages, while the window may still be split
+        read_dates: list[list[int]] = []  # their dates, as far as ``split`` read them
         for record in records:
             if stopped():
                 return
@@ -432,7 +444,7 @@ class WindowReader:
             self._send("records", window, page)
             if len(read) < SPLIT_WITHIN_PAGES:
                 read.append(page)
-                if children := self._split(window, read, self.typical_pages):
+                if children := self._split(window, read, read_dates, self.typical_pages):
                     if isinstance(records, t.Generator):
                         records.close()
                     self._send("split", window, children)

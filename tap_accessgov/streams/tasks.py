@@ -100,7 +100,7 @@ class TasksStream(BodyPaging, WindowedStream):
             return
         reader = WindowReader(
             read=lambda window: self.request_records(_created_in(window)),
-            split=lambda _window, _pages, _typical: [],
+            split=lambda _window, _pages, _dates, _typical: [],
             page_size=self.page_size,
             workers=self.start_workers(workers, "tasks"),
             count=workers,

@@ -146,8 +146,8 @@ class WindowedStream(RunCappedStream):
         windows = run.remaining(initial_windows(lower, upper, low, high, workers, sample))
         reader = WindowReader(
             read=lambda window: self.request_records(window_context(window)),
-            split=lambda window, delivered, typical: pieces(
-                window, delivered, typical, low, high, key_of
+            split=lambda window, delivered, dates, typical: pieces(
+                window, delivered, typical, low, high, key_of, dates
             ),
             page_size=self.page_size,
             workers=pool,
