@@ -20,6 +20,11 @@ sides read every event): without one, its windows are cut up to the run's own st
 every run asks pages the server has not built yet. Nothing else differs from what Meltano
 passes: the discovered catalog with only ``grant_feed`` selected, meltano.yml's settings.
 
+Beside the tap, a plain SDK tap of the feed (scripts/plain_sdk_tap.py: one ``RESTStream``, the
+SDK's paginator and msgspec writer, none of this tap's windows, retries or conformance, nor
+its savings in the SDK's per-record path), run the same way: what singer-sdk gives a tap
+that does nothing more.
+
 ``--baseline REV`` also runs another revision's tap (its ``tap_accessgov`` package from git,
 first on PYTHONPATH, for the tap alone and inside Meltano's run; everything else is this
 checkout's: emulator, loaders, meltano.yml) in the same rounds, so a change is measured
@@ -36,6 +41,7 @@ import statistics
 import subprocess
 import sys
 import typing as t
+from pathlib import Path
 
 from bench_runs import (
     catalog_for,
@@ -51,11 +57,11 @@ from support import ROOT, Warehouse, install_plugins, libpq_url
 
 if t.TYPE_CHECKING:
     import argparse
-    from pathlib import Path
 
     from support import EmulatorProcess
 
 THIS = "this checkout"
+PLAIN_SDK_TAP = Path(__file__).resolve().parent / "plain_sdk_tap.py"
 
 
 def export_revision(revision: str, workdir: Path) -> Path:
@@ -66,6 +72,8 @@ def export_revision(revision: str, workdir: Path) -> Path:
         ["git", "archive", revision, "tap_accessgov"], cwd=ROOT, capture_output=True, check=True
     ).stdout
     subprocess.run(["tar", "-x", "-C", str(directory)], input=archive, check=True)
+    # compiled, as this checkout's is (tasks.py compile_checkout): the same start-up on both sides
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(directory)], check=True)
     return directory
 
 
@@ -110,7 +118,7 @@ def side_by_side(
         "%Y-%m-%dT%H:%M:%SZ"
     )
     config = with_settings(emulator, workdir, f"ratios{events}", end_date=end_date)
-    times: dict[str, list[float]] = {"raw": [], "copy": []}
+    times: dict[str, list[float]] = {"raw": [], "copy": [], "plain": []}
     for name in taps:
         times[f"tap {name}"], times[f"run {name}"] = [], []
     load_before = os.getloadavg()[0]
@@ -121,6 +129,15 @@ def side_by_side(
         for name, env in taps.items():
             command = tap_command(config, catalog)
             round_times[f"tap {name}"] = run(command, env={**os.environ, **env})[0]
+        plain = [
+            sys.executable,
+            str(PLAIN_SDK_TAP),
+            "--config",
+            str(config),
+            "--catalog",
+            str(catalog),
+        ]
+        round_times["plain"] = run(plain)[0]
         schema = warehouse.new_schema("copy")
         url = libpq_url(warehouse.url)
         round_times["copy"] = run(
@@ -159,6 +176,10 @@ def side_by_side(
         f"  raw loop {median['raw']:.2f} s ({events / median['raw']:,.0f} records/s), raw "
         f"fetch+COPY {median['copy']:.2f} s ({events / median['copy']:,.0f} rows/s) (medians); "
         f"rows in PostgreSQL = {events:,} every run"
+    )
+    report(
+        f"  a plain SDK tap (scripts/plain_sdk_tap.py): {median['plain']:.2f} s, "
+        f"plain/raw = {median['raw'] / median['plain']:.2f}"
     )
     for name in taps:
         tap_s, run_s = median[f"tap {name}"], median[f"run {name}"]

@@ -1,0 +1,119 @@
+"""A plain singer-sdk tap of the grant feed: the plainest tap the SDK makes of the endpoint,
+with nothing of this tap's (no time windows, no retries of ours, no conformance, no
+snapshots, none of its savings in the SDK's per-record path), beside which the ratios
+benchmark puts the tap: what the SDK gives a tap that does nothing more.
+
+    python scripts/plain_sdk_tap.py --config CONFIG --catalog CATALOG   # as the tap is run
+
+One ``RESTStream``: ``POST /api/v1/grants/feed`` with ``pageSize`` 100 and the page token in
+the body (the SDK's ``BaseAPIPaginator``), a bearer token from the secret, the records as
+raw_loop.py builds its rows (the keys lifted to the top, the entry's ``feed`` and paths),
+the grant feed's schema, replication on ``date``, the SDK's msgspec writer. It reads the
+catalog and config Meltano would pass, and writes RECORD and STATE messages to stdout as
+every SDK tap does: what is left is the SDK's per-record path (record messages, stream maps,
+the bookmark, metrics) and the HTTP client's.
+"""
+
+from __future__ import annotations
+
+import typing as t
+
+import requests
+from singer_sdk import Tap
+from singer_sdk.authenticators import BearerTokenAuthenticator
+from singer_sdk.contrib.msgspec import MsgSpecWriter
+from singer_sdk.helpers.conform import TypeConformanceLevel
+from singer_sdk.pagination import BaseAPIPaginator
+from singer_sdk.streams import RESTStream
+from typing_extensions import override
+
+from tap_accessgov import schemas
+
+
+class TokenInBody(BaseAPIPaginator[str | None]):
+    """The feed's next page token, from the page ``parse_response`` decoded (each page is
+    decoded once, as the tap does)."""
+
+    def __init__(self, stream: FeedStream) -> None:
+        super().__init__(None)
+        self._stream = stream
+
+    @override
+    def get_next(self, response: requests.Response) -> str | None:
+        return self._stream.page.get("nextPageToken") or None
+
+
+class FeedStream(RESTStream[str | None]):
+    name = "grant_feed"
+    path = "/api/v1/grants/feed"
+    http_method = "POST"
+    primary_keys = ("appId", "appEntitlementId", "appUserId", "eventType", "date")
+    replication_key = "date"
+    is_sorted = False
+    schema = schemas.GRANT_FEED
+    TYPE_CONFORMANCE_LEVEL = TypeConformanceLevel.NONE
+    page: dict[str, t.Any] = {}  # the page parse_response decoded last
+
+    @property
+    @override
+    def url_base(self) -> str:
+        return str(self.config["api_url"])
+
+    @property
+    @override
+    def authenticator(self) -> BearerTokenAuthenticator:
+        token = requests.post(
+            self.url_base + "/auth/v1/token",
+            data={
+                "grant_type": "client_credentials",
+                "client_id": self.config["client_id"],
+                "client_secret": self.config["client_secret"],
+            },
+            timeout=60,
+        ).json()["access_token"]
+        return BearerTokenAuthenticator(token=token)
+
+    @override
+    def get_new_paginator(self) -> TokenInBody:
+        return TokenInBody(self)
+
+    @override
+    def prepare_request_payload(
+        self, context: t.Mapping[str, t.Any] | None, next_page_token: str | None
+    ) -> dict[str, t.Any]:
+        body: dict[str, t.Any] = {"pageSize": 100}
+        if next_page_token:
+            body["pageToken"] = next_page_token
+        return body
+
+    @override
+    def parse_response(self, response: requests.Response) -> t.Iterable[dict[str, t.Any]]:
+        self.page = response.json()
+        for entry in self.page.get("list") or []:
+            feed = entry["feed"]
+            yield {
+                "date": feed["date"],
+                "appId": feed.get("appId"),
+                "appEntitlementId": feed.get("appEntitlementId"),
+                "appUserId": feed.get("appUserId"),
+                "eventType": feed.get("eventType") or "GRANT_EVENT_TYPE_UNSPECIFIED",
+                "feed": feed,
+                "appPath": entry.get("appPath"),
+                "appUserPath": entry.get("appUserPath"),
+                "entitlementPath": entry.get("entitlementPath"),
+                "ticketPath": entry.get("ticketPath"),
+            }
+
+
+class PlainSdkTap(Tap):
+    name = "plain-sdk-tap"
+    message_writer_class = MsgSpecWriter
+    config_jsonschema: t.ClassVar[dict[str, t.Any]] = {"type": "object", "properties": {}}
+
+    @override
+    def discover_streams(self) -> list[FeedStream]:
+        return [FeedStream(self)]
+
+
+if __name__ == "__main__":
+    PlainSdkTap.cli()
