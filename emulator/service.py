@@ -94,9 +94,7 @@ class Settings:
         log_calls: bool = True,
         frozen: bool = False,
     ) -> None:
-        # The data never changes and no call is logged, so each answer is built once
-        # (FrozenAnswers); fixed for the emulator's life.
-        self.frozen = frozen
+        self._frozen = frozen
         self.token_lifetime = token_lifetime
         self.latency = latency
         # Answer every exclusions request with the first page and the same token, like a
@@ -119,6 +117,12 @@ class Settings:
         # long-lived emulator that many runs read in full (the tests' shared one) turns it
         # off, or each run reads every earlier run's calls again.
         self.log_calls = log_calls
+
+    @property
+    def frozen(self) -> bool:
+        """The data never changes and no call is logged, so each answer is built once
+        (FrozenAnswers): fixed for the emulator's life."""
+        return self._frozen
 
     @property
     def log_calls(self) -> bool:

@@ -229,6 +229,8 @@ def test_a_frozen_emulator_answers_byte_for_byte_as_a_thawed_one_and_builds_each
         assert answer.status_code == 400, answer.text
         with pytest.raises(ValueError, match="logs no calls"):
             frozen.log_calls = True
+        with pytest.raises(AttributeError):
+            frozen.frozen = False  # fixed for the emulator's life
         with pytest.raises(ValueError, match="logs no calls"):
             Emulator(small_dataset(), credential=CRED, frozen=True)
     assert frozen.dataset.total == 900
