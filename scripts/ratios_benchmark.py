@@ -23,7 +23,9 @@ passes: the discovered catalog with only ``grant_feed`` selected, meltano.yml's 
 Beside the tap, a plain SDK tap of the feed (scripts/plain_sdk_tap.py: one ``RESTStream``, the
 SDK's paginator and msgspec writer, none of this tap's windows, retries or conformance, nor
 its savings in the SDK's per-record path), run the same way: what singer-sdk gives a tap
-that does nothing more.
+that does nothing more. And this checkout's tap with one window in flight
+(``max_concurrency`` 1, for the tap alone and in Meltano's run): what its windows in flight
+cost on a server that answers at once (docs/performance.md).
 
 ``--baseline REV`` also runs another revision's tap (its ``tap_accessgov`` package from git,
 first on PYTHONPATH, for the tap alone and inside Meltano's run; everything else is this
@@ -61,6 +63,10 @@ if t.TYPE_CHECKING:
     from support import EmulatorProcess
 
 THIS = "this checkout"
+ONE_WINDOW = "this checkout, max_concurrency 1"
+# Per side: the settings it adds to the tap's (for the tap alone: its config file; for
+# Meltano's run: the TAP_ACCESSGOV_* variables of the same settings).
+SIDE_SETTINGS = {ONE_WINDOW: {"max_concurrency": 1}}
 PLAIN_SDK_TAP = Path(__file__).resolve().parent / "plain_sdk_tap.py"
 
 
@@ -79,7 +85,7 @@ def export_revision(revision: str, workdir: Path) -> Path:
 
 def ratios(args: argparse.Namespace, workdir: Path, report: t.Callable[[str], None]) -> None:
     install_plugins()
-    taps: dict[str, dict[str, str]] = {THIS: {}}
+    taps: dict[str, dict[str, str]] = {THIS: {}, ONE_WINDOW: {}}
     if args.baseline:
         taps[args.baseline] = {"PYTHONPATH": str(export_revision(args.baseline, workdir))}
     warehouse = Warehouse()
@@ -117,7 +123,17 @@ def side_by_side(
     end_date = (datetime.datetime.now(datetime.UTC) + datetime.timedelta(days=1)).strftime(
         "%Y-%m-%dT%H:%M:%SZ"
     )
-    config = with_settings(emulator, workdir, f"ratios{events}", end_date=end_date)
+    configs = {
+        name: with_settings(
+            emulator,
+            workdir,
+            f"ratios{events}-{n}",
+            end_date=end_date,
+            **SIDE_SETTINGS.get(name, {}),
+        )
+        for n, name in enumerate(taps)
+    }
+    config = configs[THIS]
     times: dict[str, list[float]] = {"raw": [], "copy": [], "plain": []}
     for name in taps:
         times[f"tap {name}"], times[f"run {name}"] = [], []
@@ -127,7 +143,7 @@ def side_by_side(
         round_times: dict[str, float] = {}
         round_times["raw"] = run(raw_loop(emulator.config_path))[0]
         for name, env in taps.items():
-            command = tap_command(config, catalog)
+            command = tap_command(configs[name], catalog)
             round_times[f"tap {name}"] = run(command, env={**os.environ, **env})[0]
         plain = [
             sys.executable,
@@ -151,6 +167,10 @@ def side_by_side(
                 {
                     **meltano_env(emulator, schema, workdir),
                     "TAP_ACCESSGOV_END_DATE": end_date,
+                    **{
+                        f"TAP_ACCESSGOV_{key.upper()}": str(value)
+                        for key, value in SIDE_SETTINGS.get(name, {}).items()
+                    },
                     **env,
                 },
                 workdir / "meltano.log",
