@@ -64,10 +64,16 @@ if t.TYPE_CHECKING:
 
 THIS = "this checkout"
 ONE_WINDOW = "this checkout, max_concurrency 1"
-# Per side: the settings it adds to the tap's (for the tap alone: its config file; for
-# Meltano's run: the TAP_ACCESSGOV_* variables of the same settings).
-SIDE_SETTINGS = {ONE_WINDOW: {"max_concurrency": 1}}
 PLAIN_SDK_TAP = Path(__file__).resolve().parent / "plain_sdk_tap.py"
+
+
+class Side(t.NamedTuple):
+    """One tap in the rounds: the environment it runs in (a baseline's PYTHONPATH) and the
+    settings it adds to the tap's, given both ways: in its config file when it runs alone,
+    as TAP_ACCESSGOV_* variables in Meltano's run."""
+
+    env: dict[str, str]
+    settings: dict[str, t.Any]
 
 
 def export_revision(revision: str, workdir: Path) -> Path:
@@ -85,9 +91,10 @@ def export_revision(revision: str, workdir: Path) -> Path:
 
 def ratios(args: argparse.Namespace, workdir: Path, report: t.Callable[[str], None]) -> None:
     install_plugins()
-    taps: dict[str, dict[str, str]] = {THIS: {}, ONE_WINDOW: {}}
+    taps = {THIS: Side({}, {}), ONE_WINDOW: Side({}, {"max_concurrency": 1})}
     if args.baseline:
-        taps[args.baseline] = {"PYTHONPATH": str(export_revision(args.baseline, workdir))}
+        baseline = {"PYTHONPATH": str(export_revision(args.baseline, workdir))}
+        taps[args.baseline] = Side(baseline, {})
     warehouse = Warehouse()
     try:
         for events in args.ratio_events:
@@ -111,7 +118,7 @@ def ratios(args: argparse.Namespace, workdir: Path, report: t.Callable[[str], No
 def side_by_side(
     emulator: EmulatorProcess,
     events: int,
-    taps: dict[str, dict[str, str]],
+    taps: dict[str, Side],
     rounds: int,
     warehouse: Warehouse,
     workdir: Path,
@@ -123,17 +130,11 @@ def side_by_side(
     end_date = (datetime.datetime.now(datetime.UTC) + datetime.timedelta(days=1)).strftime(
         "%Y-%m-%dT%H:%M:%SZ"
     )
+    settings = {name: {"end_date": end_date, **tap.settings} for name, tap in taps.items()}
     configs = {
-        name: with_settings(
-            emulator,
-            workdir,
-            f"ratios{events}-{n}",
-            end_date=end_date,
-            **SIDE_SETTINGS.get(name, {}),
-        )
+        name: with_settings(emulator, workdir, f"ratios{events}-{n}", **settings[name])
         for n, name in enumerate(taps)
     }
-    config = configs[THIS]
     times: dict[str, list[float]] = {"raw": [], "copy": [], "plain": []}
     for name in taps:
         times[f"tap {name}"], times[f"run {name}"] = [], []
@@ -142,14 +143,14 @@ def side_by_side(
     for timed in [False] + [True] * rounds:
         round_times: dict[str, float] = {}
         round_times["raw"] = run(raw_loop(emulator.config_path))[0]
-        for name, env in taps.items():
+        for name, tap in taps.items():
             command = tap_command(configs[name], catalog)
-            round_times[f"tap {name}"] = run(command, env={**os.environ, **env})[0]
+            round_times[f"tap {name}"] = run(command, env={**os.environ, **tap.env})[0]
         plain = [
             sys.executable,
             str(PLAIN_SDK_TAP),
             "--config",
-            str(config),
+            str(configs[THIS]),  # the same end_date
             "--catalog",
             str(catalog),
         ]
@@ -161,17 +162,16 @@ def side_by_side(
         )[0]
         loaded = {"raw fetch+COPY": warehouse.rows(f"{schema}.grant_feed")}
         warehouse.drop(schema)
-        for name, env in taps.items():
+        for name, tap in taps.items():
             schema = warehouse.new_schema("run")
             round_times[f"run {name}"], _ = meltano_run(
                 {
                     **meltano_env(emulator, schema, workdir),
-                    "TAP_ACCESSGOV_END_DATE": end_date,
                     **{
                         f"TAP_ACCESSGOV_{key.upper()}": str(value)
-                        for key, value in SIDE_SETTINGS.get(name, {}).items()
+                        for key, value in settings[name].items()
                     },
-                    **env,
+                    **tap.env,
                 },
                 workdir / "meltano.log",
             )
