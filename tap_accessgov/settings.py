@@ -148,11 +148,11 @@ CONFIG_SCHEMA = th.PropertiesList(
         title="Max concurrency",
         description=(
             "Requests in flight at most, for the whole run: the grant feed is read in "
-            "concurrent time windows, and the entitlement lists of several apps and the "
-            "automation exclusions of several entitlements at once. Lowered automatically "
-            "while the service answers 429. 1 = one request after another (the grant feed as "
-            "one query). The records delivered do not "
-            "depend on it."
+            "concurrent time windows (as many as the run waits for: one after another from "
+            "a service that answers at once), and the entitlement lists of several apps and "
+            "the automation exclusions of several entitlements at once. Lowered "
+            "automatically while the service answers 429. 1 = one request after another "
+            "(the grant feed as one query). The records delivered do not depend on it."
         ),
     ),
     th.Property(

@@ -33,6 +33,7 @@ from tap_accessgov.streams.grant_feed_windows import (
     SAMPLE_WINDOWS_PER_WORKER,
     TARGET_PAGES,
     Backfill,
+    InFlight,
     Window,
     cut,
     date_order,
@@ -313,6 +314,72 @@ def test_the_budget_halves_once_per_round_and_grows_slowly() -> None:
         pass
 
 
+class Clocks:
+    """A wall clock and a process CPU clock the test moves."""
+
+    def __init__(self) -> None:
+        self.wall = self.cpu = 0.0
+
+    def spend(self, seconds: float, busy: float) -> None:
+        """``seconds`` of wall time pass, of which the process spends ``busy`` on its CPU."""
+        self.wall += seconds
+        self.cpu += seconds * busy
+
+
+@pytest.mark.parametrize(
+    ("busy", "allowed"),
+    [
+        (1.0, [1, 1, 1, 1]),  # bound by its own CPU: a server that answers at once
+        (InFlight.WAITING + 0.05, [1, 1, 1, 1]),  # waiting, but less than a worker costs
+        (0.5, [2, 4, 8, 8]),  # half the time waiting: twice as many each look
+        (0.2, [5, 8, 8, 8]),
+        (0.0, [8, 8, 8, 8]),  # nothing but waiting: all at once
+    ],
+)
+def test_windows_in_flight_grow_only_while_the_run_waits_for_the_service(
+    busy: float, allowed: list[int]
+) -> None:
+    clocks = Clocks()
+    in_flight = InFlight(8, wall_clock=lambda: clocks.wall, cpu_clock=lambda: clocks.cpu)
+    assert in_flight.allowed == 1
+    grown = []
+    for _ in allowed:  # a page every look
+        clocks.spend(InFlight.LOOK_EVERY, busy)
+        in_flight.page_arrived()
+        grown.append(in_flight.allowed)
+    assert grown == allowed
+
+
+def test_pages_closer_than_a_look_apart_grow_nothing_until_the_next_look() -> None:
+    clocks = Clocks()
+    in_flight = InFlight(8, wall_clock=lambda: clocks.wall, cpu_clock=lambda: clocks.cpu)
+    for _ in range(9):  # pages ten times as often as a look, the process idle
+        clocks.spend(InFlight.LOOK_EVERY / 10, 0.0)
+        in_flight.page_arrived()
+    assert in_flight.allowed == 1
+    clocks.spend(InFlight.LOOK_EVERY / 5, 0.0)  # past the look
+    in_flight.page_arrived()
+    assert in_flight.allowed == 8
+
+
+def test_on_a_server_with_latency_the_windows_in_flight_grow_to_max_concurrency(
+    skewed: Emulator, caplog: pytest.LogCaptureFixture
+) -> None:
+    """10 ms a request: the run waits for the service, one window at a time would be a
+    latency after another."""
+    config = feed_config(skewed, max_concurrency=4)
+    with caplog.at_level(logging.INFO):
+        result = sync(config, catalog=feed_only(config))
+    assert delivered(result.records["grant_feed"]) == truth(
+        skewed.dataset, after=config["start_date"]
+    )
+    said = [r.getMessage() for r in caplog.records if "at once at most" in r.getMessage()]
+    assert said == [
+        "The grant feed was read 4 time window(s) at once at most (max_concurrency 4): more "
+        "only while the run was waiting for the service"
+    ]
+
+
 def test_concurrent_windows_meeting_a_revoked_token_renew_it_once(skewed: Emulator) -> None:
     config = feed_config(skewed)
     tap = TapAccessGov(config=config, catalog=feed_only(config), parse_env_config=False)
@@ -364,6 +431,7 @@ def test_no_worker_thread_outlives_a_sync(skewed: Emulator) -> None:
         lambda response, *args, **kwargs: workers.add(threading.current_thread())
     )
     sync(config, tap=tap)
+    workers.discard(threading.main_thread())  # it reads the first window itself (InFlight)
     assert len(workers) > 1, "the windows were read by worker threads"
     assert not [thread for thread in workers if thread.is_alive()]
 
@@ -414,7 +482,8 @@ def test_no_worker_thread_outlives_a_sync_that_fails_outside_its_records(
         with contextlib.redirect_stdout(out), pytest.raises(OutputClosedError) as failed:
             tap.sync_all()
         assert failed.traceback, "the failure (and the suspended generator) is still referenced"
-        assert [thread for thread in workers if thread is not threading.main_thread()]
+        workers.discard(threading.main_thread())  # it reads a window itself at first
+        assert workers, "worker threads fetched"
         assert not [thread.name for thread in workers if thread.is_alive()]
 
 

@@ -27,6 +27,11 @@ query), so the run needs more windows than workers at all times:
   the bookmark (``backfill``, see ``Backfill``); a rerun from it reads only what was not
   complete. The final STATE of a completed sync is the plain bookmark.
 
+- **In flight**: ``max_concurrency`` windows at most, and only as many as the run waits for
+  (``InFlight``): the first in the main thread, no worker, more once the run is found waiting
+  for the service. A server that answers at once is read one window after another, as fast
+  as one query; one with a real latency, at ``max_concurrency`` from its first pages.
+
 Only HTTP runs in the worker threads (workers.Workers); records go back to the main thread,
 which hands them to the SDK (maps, selection, state increments, one writer), a bounded queue
 of pages between them so memory stays flat.
@@ -40,6 +45,7 @@ import hashlib
 import json
 import math
 import queue
+import time
 import typing as t
 
 from tap_accessgov.timestamps import from_ns, to_ns
@@ -231,13 +237,15 @@ def pieces(
         sampled = window.sampled + 1
     skip = collections.Counter(key_of(record) for page in delivered for record in page)
     skip += window.skip or collections.Counter()
+    # Each key's instant (None: not known), read once for every piece.
+    instants = [(k, n, None if k[-1] is None else to_ns(k[-1])) for k, n in skip.items()]
     return [
         dataclasses.replace(
             child,
             sampled=sampled,
             # A record of no known date may be in any piece: each skips it once.
             skip=collections.Counter(
-                {k: n for k, n in skip.items() if k[-1] is None or child.contains(to_ns(k[-1]))}
+                {k: n for k, n, at in instants if at is None or child.contains(at)}
             ),
         )
         for child in children
@@ -357,6 +365,52 @@ def filters_digest(config: Mapping[str, t.Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+class InFlight:
+    """How many windows are read at once: one at first (read in the main thread, no worker),
+    more while the run is mostly waiting for the service, up to ``maximum``.
+
+    Windows in flight pay where the service makes the run wait (its latency: 4.5x to 5.4x
+    on a backfill, docs/backfills.md), and cost where it does not: the process is then
+    bound by its own CPU (one core: the GIL), and worker threads only hand the GIL and the
+    page queue back and forth (on a server that answers at once, one window in a worker
+    took 16% more CPU than the same requests in the main thread, 8 windows 40% more;
+    docs/performance.md). Whether the run waits is what its own CPU says: the process's
+    CPU time over the wall time since the last look (at a page, no more often than
+    ``LOOK_EVERY``). Below ``WAITING`` the run waits more than a worker costs, and the
+    windows grow in proportion: ``n`` windows keeping the process busy a share ``b`` of the
+    time, ``n / b`` would keep it busy (a server answering in 50 ms goes from one to eight
+    at the first look). Never fewer: a window is at most a page of memory, and a service
+    that throttles is answered by ``RequestBudget``, which lowers the requests in flight.
+    """
+
+    LOOK_EVERY = 0.05  # s
+    WAITING = 0.8  # busy share (process CPU / wall) under which the run is waiting
+
+    def __init__(
+        self,
+        maximum: int,
+        wall_clock: Callable[[], float] = time.monotonic,
+        cpu_clock: Callable[[], float] = time.process_time,  # every thread of the process
+    ) -> None:
+        self.maximum = maximum
+        self.allowed = 1
+        self._wall_clock, self._cpu_clock = wall_clock, cpu_clock
+        self._wall, self._cpu = wall_clock(), cpu_clock()
+
+    def page_arrived(self) -> None:
+        """Look, at most every ``LOOK_EVERY``: more windows if the run was waiting."""
+        if self.allowed >= self.maximum:
+            return
+        wall = self._wall_clock()
+        if wall - self._wall < self.LOOK_EVERY:
+            return
+        busy = (self._cpu_clock() - self._cpu) / (wall - self._wall)
+        if busy < self.WAITING:
+            wanted = math.ceil(self.allowed / max(busy, 1 / self.maximum))
+            self.allowed = min(self.maximum, max(self.allowed + 1, wanted))
+        self._wall, self._cpu = wall, self._cpu_clock()
+
+
 class WindowReader:
     """Reads windows in ``workers`` threads and yields their records in the main thread.
 
@@ -380,7 +434,7 @@ class WindowReader:
         self._split = split
         self._page_size = page_size
         self._workers = workers
-        self._count = count
+        self.in_flight = InFlight(count)  # windows read at once: as many as the run waits for
         # Pages on their way to the main thread: a bound, so memory stays flat.
         self._pages: queue.Queue[tuple[str, Window, t.Any]] = queue.Queue(maxsize=2 * count)
         # Pages of the windows completed so far, on average (written by the main thread);
@@ -389,20 +443,43 @@ class WindowReader:
         self._completed_pages = self._completed = 0
 
     def records(
-        self, windows: Iterable[Window], on_complete: Callable[[Window], None]
+        self,
+        windows: Iterable[Window],
+        on_complete: Callable[[Window], None],
+        on_page: Callable[[list[Record]], None] = lambda page: None,
     ) -> Iterator[Record]:
+        """Every record of ``windows``. While one window at a time is enough (``in_flight``),
+        each is read here, in the main thread, one after another; once more are, the others
+        go to the workers (the one read here, if any, goes on here, between their pages).
+        ``on_page(page)`` runs once the page's every record has been handed on,
+        ``on_complete(window)`` once the window's."""
         waiting = collections.deque(windows)
         running = 0
         pages: collections.Counter[Window] = collections.Counter()
+        in_flight = self.in_flight
+        here: Iterator[tuple[str, Window, t.Any]] | None = None  # the window read here
         try:
             while waiting or running:
-                while waiting and running < self._count:
+                if here is None and not running and in_flight.allowed == 1:
+                    here = self._here(waiting.popleft())
+                    running = 1
+                while waiting and running < in_flight.allowed:
                     self._workers.submit(self._work, waiting.popleft())
                     running += 1
-                kind, window, payload = self._pages.get()
+                if here is None:
+                    kind, window, payload = self._pages.get()
+                else:  # the workers' pages first, when there are some
+                    try:
+                        kind, window, payload = self._pages.get_nowait()
+                    except queue.Empty:
+                        kind, window, payload = next(here)
+                        if kind in ("split", "done"):
+                            here = None
                 if kind == "records":
                     pages[window] += 1
+                    in_flight.page_arrived()
                     yield from payload
+                    on_page(payload)
                 elif kind == "split":
                     running -= 1
                     pages.pop(window, 0)
@@ -416,43 +493,57 @@ class WindowReader:
                 else:  # "failed"
                     raise payload
         finally:
+            if here is not None and isinstance(here, t.Generator):
+                here.close()
             self._workers.close()
+
+    def _here(self, window: Window) -> Iterator[tuple[str, Window, t.Any]]:
+        """``window`` read in the calling thread: what a worker would hand over."""
+        for kind, payload in self._read_window(window):
+            yield kind, window, payload
 
     def _work(self, window: Window) -> None:
         try:
-            self._read_window(window)
+            for kind, payload in self._read_window(window):
+                if self._workers.stop.is_set():
+                    return
+                self._send(kind, window, payload)
         except BaseException as exc:  # handed to the main thread, raised there
             if not self._workers.stop.is_set():
                 self._send("failed", window, exc)
 
-    def _read_window(self, window: Window) -> None:
+    def _read_window(self, window: Window) -> Iterator[tuple[str, t.Any]]:
+        """``window``'s pages (``records``), then ``done``; or, from one of its first pages
+        on, ``split`` with the pieces to read in its place."""
         stopped = self._workers.stop.is_set
         skip = collections.Counter(window.skip or {})
         records = self._read(window)
         page: list[Record] = []
         read: list[list[Record]] = []  # the first pages, while the window may still be split
         read_dates: list[list[int]] = []  # their dates, as far as ``split`` read them
-        for record in records:
-            if stopped():
-                return
-            if skip and skip[k := self._key_of(record)]:
-                skip[k] -= 1
-                continue
-            page.append(record)
-            if len(page) < self._page_size:
-                continue
-            self._send("records", window, page)
-            if len(read) < SPLIT_WITHIN_PAGES:
-                read.append(page)
-                if children := self._split(window, read, read_dates, self.typical_pages):
-                    if isinstance(records, t.Generator):
-                        records.close()
-                    self._send("split", window, children)
+        try:
+            for record in records:
+                if stopped():
                     return
-            page = []
-        if page:
-            self._send("records", window, page)
-        self._send("done", window, None)
+                if skip and skip[k := self._key_of(record)]:
+                    skip[k] -= 1
+                    continue
+                page.append(record)
+                if len(page) < self._page_size:
+                    continue
+                yield "records", page
+                if len(read) < SPLIT_WITHIN_PAGES:
+                    read.append(page)
+                    if children := self._split(window, read, read_dates, self.typical_pages):
+                        yield "split", children
+                        return
+                page = []
+            if page:
+                yield "records", page
+            yield "done", None
+        finally:
+            if isinstance(records, t.Generator):
+                records.close()
 
     def _send(self, kind: str, window: Window, payload: t.Any) -> None:
         """Hand over to the main thread; give up when the sync stops (it no longer reads)."""

@@ -125,11 +125,12 @@ class WindowedStream(RunCappedStream):
         bookmarked: bool,
         key_of: Callable[[Record], Key],
     ) -> Iterator[Record]:
-        """Every record of ``[lower, upper)`` (ns; None: unbounded), ``max_concurrency``
-        windows at once, each completed window saved in ``run``; ``key_of``: a record's key,
-        its date (normalized, or None) last. The range is cut where its records are (probes,
-        unless ``bookmarked``: after a bookmark they go on from there) and a window found
-        large is split (grant_feed_windows.py)."""
+        """Every record of ``[lower, upper)`` (ns; None: unbounded), up to
+        ``max_concurrency`` windows at once (as many as the run waits for), each completed
+        window saved in ``run``, the latest replication key value delivered noted page by
+        page; ``key_of``: a record's key, its date (normalized, or None) last. The range is
+        cut where its records are (probes, unless ``bookmarked``: after a bookmark they go on
+        from there) and a window found large is split (grant_feed_windows.py)."""
         workers = int(self.config["max_concurrency"])
         high = upper if upper is not None else to_ns(self.run_start)
         pool = self.start_workers(workers, self.name.replace("_", "-"))
@@ -154,7 +155,17 @@ class WindowedStream(RunCappedStream):
             count=workers,
             key_of=key_of,
         )
-        yield from run.delivered(reader.records(windows, run.complete), lambda r: key_of(r)[-1])
+        changed = self.replication_key or ""
+        yield from reader.records(
+            windows, run.complete, lambda page: run.saw(record.get(changed) for record in page)
+        )
+        self.logger.info(
+            "The %s was read %d time window(s) at once at most (max_concurrency %d): more "
+            "only while the run was waiting for the service",
+            self.name.replace("_", " "),
+            reader.in_flight.allowed,
+            workers,
+        )
 
     def _where_records_are(
         self,
@@ -272,6 +283,12 @@ class ResumableRun:
         """``window``'s every record handed on: it is not read again if the run is resumed."""
         self.backfill.complete(window)
         self.save()
+
+    def saw(self, changed: Iterable[str | None]) -> None:
+        """Note the instants records delivered changed (in the bookmark's format; None: not
+        known): a page's, once the page is delivered."""
+        if latest := max(filter(None, changed), default=None):
+            self.backfill.saw(latest)
 
     def delivered(
         self, records: Iterable[Record], changed: Callable[[Record], str | None]
