@@ -375,7 +375,7 @@ def test_on_a_server_with_latency_the_windows_in_flight_grow_to_max_concurrency(
     )
     said = [r.getMessage() for r in caplog.records if "at once at most" in r.getMessage()]
     assert said == [
-        "The grant feed was read 4 time window(s) at once at most (max_concurrency 4): more "
+        "The grant feed was read 4 time range(s) at once at most (max_concurrency 4): more "
         "only while the run was waiting for the service"
     ]
 

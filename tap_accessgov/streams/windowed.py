@@ -160,7 +160,7 @@ class WindowedStream(RunCappedStream):
             windows, run.complete, lambda page: run.saw(record.get(changed) for record in page)
         )
         self.logger.info(
-            "The %s was read %d time window(s) at once at most (max_concurrency %d): more "
+            "The %s was read %d time range(s) at once at most (max_concurrency %d): more "
             "only while the run was waiting for the service",
             self.name.replace("_", " "),
             reader.in_flight.allowed,
