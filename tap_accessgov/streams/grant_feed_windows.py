@@ -51,7 +51,7 @@ import typing as t
 from tap_accessgov.timestamps import from_ns, to_ns
 
 if t.TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator, Mapping
+    from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 
     from tap_accessgov.streams.workers import Workers
 
@@ -374,9 +374,9 @@ class InFlight:
     bound by its own CPU (one core: the GIL), and worker threads only hand the GIL and the
     page queue back and forth (on a server that answers at once, 50,000 events: the same
     windows read one at a time took 2.46 s of CPU in a worker, 2.23 s in the main thread,
-    and 2.57-2.62 s eight at a time; docs/performance.md). Whether the run waits is what its own CPU says: the process's
-    CPU time over the wall time since the last look (at a page, no more often than
-    ``LOOK_EVERY``). Below ``WAITING`` the run waits more than a worker costs, and the
+    and 2.57-2.62 s eight at a time; docs/performance.md). Whether the run waits is what
+    its own CPU says: the process's CPU time over the wall time since the last look (at a
+    page, no more often than ``LOOK_EVERY``). Below ``WAITING`` the run waits more than a worker costs, and the
     windows grow in proportion: ``n`` windows keeping the process busy a share ``b`` of the
     time, ``n / b`` would keep it busy (a server answering in 50 ms goes from one to eight
     at the first look). Never fewer: a window is at most a page of memory, and a service
@@ -412,10 +412,11 @@ class InFlight:
 
 
 class WindowReader:
-    """Reads windows in ``workers`` threads and yields their records in the main thread.
+    """Reads windows, as many at once as ``in_flight`` allows (one in the main thread, more
+    in ``workers`` threads), and yields their records in the main thread.
 
-    ``read(window, stopped)`` pages through one window in a worker (the stream's request
-    loop); ``on_complete(window)`` runs in the main thread once every record of the window
+    ``read(window)`` pages through one window (the stream's request loop, in the main thread
+    or a worker); ``on_complete(window)`` runs in the main thread once every record of the window
     has been handed on (the SDK has written them when it asks for the next one). ``key_of``:
     a record's key, which a piece skips (``pieces``), by default a grant event's.
     """
@@ -457,7 +458,7 @@ class WindowReader:
         running = 0
         pages: collections.Counter[Window] = collections.Counter()
         in_flight = self.in_flight
-        here: Iterator[tuple[str, Window, t.Any]] | None = None  # the window read here
+        here: Generator[tuple[str, Window, t.Any]] | None = None  # the window read here
         try:
             while waiting or running:
                 if here is None and not running and in_flight.allowed == 1:
@@ -493,11 +494,11 @@ class WindowReader:
                 else:  # "failed"
                     raise payload
         finally:
-            if here is not None and isinstance(here, t.Generator):
+            if here is not None:
                 here.close()
             self._workers.close()
 
-    def _here(self, window: Window) -> Iterator[tuple[str, Window, t.Any]]:
+    def _here(self, window: Window) -> Generator[tuple[str, Window, t.Any]]:
         """``window`` read in the calling thread: what a worker would hand over."""
         for kind, payload in self._read_window(window):
             yield kind, window, payload
