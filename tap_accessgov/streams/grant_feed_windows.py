@@ -404,11 +404,12 @@ class InFlight:
         wall = self._wall_clock()
         if wall - self._wall < self.LOOK_EVERY:
             return
-        busy = (self._cpu_clock() - self._cpu) / (wall - self._wall)
+        cpu = self._cpu_clock()
+        busy = (cpu - self._cpu) / (wall - self._wall)
         if busy < self.WAITING:
             wanted = math.ceil(self.allowed / max(busy, 1 / self.maximum))
             self.allowed = min(self.maximum, max(self.allowed + 1, wanted))
-        self._wall, self._cpu = wall, self._cpu_clock()
+        self._wall, self._cpu = wall, cpu
 
 
 class WindowReader:
