@@ -53,7 +53,7 @@ class Dataset:
         exclusion_entitlements: int = 40,
         max_exclusions: int = 300,
         *,
-        end: datetime | str | None = None,
+        end: datetime | str | int | None = None,
         span_days: int = 180,
         catalog_apps: int = 120,
         catalog_entitlements: int | None = None,
