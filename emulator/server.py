@@ -10,7 +10,6 @@ data.
 from __future__ import annotations
 
 import contextlib
-import json
 import socket
 import ssl
 import sys
@@ -23,6 +22,8 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
+
+import msgspec
 
 from emulator.errors import CANNED, INVALID_ARGUMENT, ApiError, bad_request, canned
 from emulator.faults import Fault
@@ -63,8 +64,14 @@ Control = Callable[[str, str, bytes], dict[str, Any]]
 
 
 def json_body(obj: Any) -> bytes:
-    """A JSON body as the service encodes it."""
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+    """A JSON body as the service encodes it: compact, UTF-8. msgspec (singer-sdk's
+    encoder, installed with it) writes the bytes ``json.dumps(obj, separators=(",", ":"),
+    ensure_ascii=False).encode()`` writes (emulator/tests/test_shapes.py), about ten times
+    faster: with the standard library, encoding was 4.5% of the offline tests' CPU."""
+    return _ENCODE(obj)
+
+
+_ENCODE = msgspec.json.Encoder().encode
 
 
 class EmulatorServer(ThreadingHTTPServer):

@@ -15,7 +15,9 @@ be recorded where both see it.
 
 from __future__ import annotations
 
+import os
 import time
+import typing as t
 from collections import defaultdict
 
 import pytest
@@ -30,6 +32,15 @@ _E2E_FIXTURES = {"postgres", "warehouse_url", "meltano_plugins"}
 
 class _Running:
     item: pytest.Item | None = None
+    cpu_mark = 0.0
+
+
+def _cpu_seconds() -> float:
+    """CPU time of this process (its emulators' threads among them) and of the processes it
+    waited for (Meltano, the tap, the loaders, dbt and Spark's JVM under them); not a server
+    that runs on (the configured PostgreSQL)."""
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
 
 
 class _Timings:
@@ -38,6 +49,7 @@ class _Timings:
 
     started = time.monotonic()
     seconds: dict[str, float] = defaultdict(float)
+    cpu: dict[str, float] = defaultdict(float)
     group: dict[str, str] = {}
 
 
@@ -62,6 +74,22 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     _Running.item = item
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> t.Iterator[None]:
+    _Running.cpu_mark = _cpu_seconds()
+    yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item) -> t.Iterator[None]:
+    """Each phase's report carries the CPU it used (``cpu_seconds``): the reports are what
+    reaches the process that prints the summary, under pytest-xdist from every worker."""
+    outcome = yield
+    now = _cpu_seconds()
+    outcome.get_result().user_properties.append(("cpu_seconds", now - _Running.cpu_mark))
+    _Running.cpu_mark = now
+
+
 def require_group(*groups: str) -> None:
     """Fail a test that starts a process its group does not allow, so that ``-m offline``
     never starts the console script or Meltano."""
@@ -76,29 +104,34 @@ def require_group(*groups: str) -> None:
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     _Timings.seconds[report.nodeid] += report.duration
+    _Timings.cpu[report.nodeid] += dict(report.user_properties).get("cpu_seconds", 0.0)
     _Timings.group.setdefault(
         report.nodeid, next((g for g in GROUPS if g in report.keywords), "offline")
     )
 
 
 def write_timings(terminalreporter: pytest.TerminalReporter) -> None:
-    """Where the run's time went: each group's tests and their time added up (over all
-    workers, so more than the wall clock when they run side by side), and the ten slowest
-    tests, so that the next slow test is seen when it lands."""
+    """Where the run's time went: each group's tests, their time and their CPU added up (over
+    all workers, so more than the wall clock when they run side by side), the ten slowest
+    tests and the ten that used the most CPU (the suite is bound by CPU on a small machine:
+    the second list says what a faster run must take from), so that the next slow test is
+    seen when it lands."""
     if not _Timings.seconds:
         return
     write = terminalreporter.write_line
     wall = time.monotonic() - _Timings.started
     terminalreporter.section("where the time went", sep="-")
-    write(f"{'group':<8} {'tests':>6} {'test time':>10}")
-    for name in GROUPS:
-        times = [s for test, s in _Timings.seconds.items() if _Timings.group[test] == name]
-        write(f"{name:<8} {len(times):>6} {sum(times):>9.0f}s")
-    write(
-        f"{'all':<8} {len(_Timings.seconds):>6} {sum(_Timings.seconds.values()):>9.0f}s"
-        f"   in {wall:.0f}s of wall clock"
-    )
-    write("the ten slowest tests (setup, call and teardown):")
-    slowest = sorted(_Timings.seconds.items(), key=lambda item: -item[1])[:10]
-    for test, seconds in slowest:
-        write(f"{seconds:8.1f}s  {_Timings.group[test]:<7}  {test}")
+    write(f"{'group':<8} {'tests':>6} {'test time':>10} {'CPU':>7}")
+    for name in (*GROUPS, "all"):
+        tests = [test for test in _Timings.seconds if name in ("all", _Timings.group[test])]
+        seconds = sum(_Timings.seconds[test] for test in tests)
+        cpu = sum(_Timings.cpu[test] for test in tests)
+        write(f"{name:<8} {len(tests):>6} {seconds:>9.0f}s {cpu:>6.0f}s")
+    write(f"in {wall:.0f}s of wall clock")
+    for title, measure in (("slowest", _Timings.seconds), ("most CPU", _Timings.cpu)):
+        write(f"the ten tests of {title} (setup, call and teardown; wall clock, CPU):")
+        for test in sorted(measure, key=lambda test: -measure[test])[:10]:
+            write(
+                f"{_Timings.seconds[test]:8.1f}s {_Timings.cpu[test]:7.1f}s  "
+                f"{_Timings.group[test]:<7}  {test}"
+            )

@@ -12,7 +12,8 @@ import pytest
 import requests
 from jsonschema import Draft202012Validator
 
-from emulator import Emulator
+from emulator import Emulator, server
+from emulator.shapes import SHAPES
 from emulator.tests.conftest import CRED, ROOT, login, small_dataset
 
 DOCUMENT = ROOT / "docs" / "vendor-openapi" / "components.json"
@@ -109,3 +110,48 @@ def test_older_and_changed_shapes_differ_where_shapes_py_says() -> None:
     # changed: on every endpoint, answers the vendor's newest schema does not allow
     for response, pages in changed.items():
         assert errors(response, pages[0]), f"{response} answers in the newest shapes"
+
+
+@pytest.mark.parametrize("shapes", SHAPES)
+@pytest.mark.parametrize("unpopulated", [None, True, False], ids=["default", "emitted", "omitted"])
+def test_every_answer_is_the_json_the_standard_library_writes(
+    shapes: str, unpopulated: bool | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server's encoder (msgspec, for speed) writes each endpoint's answer byte for byte as
+    ``json.dumps`` does, compact and in UTF-8, in every shape and marshalling."""
+    written: list[tuple[Any, bytes]] = []
+
+    def recording(obj: Any) -> bytes:
+        body = encode(obj)
+        written.append((obj, body))
+        return body
+
+    encode = server._ENCODE
+    monkeypatch.setattr(server, "_ENCODE", recording)
+    with Emulator(small_dataset(), credential=CRED, shapes=shapes) as emu:
+        emu.emit_unpopulated = unpopulated
+        api, url, ds = login(emu), emu.url, emu.dataset
+        app_id, entitlement_id = ds.exclusion_entitlements[0]
+        app = f"{url}/api/v1/apps/{app_id}"
+        statuses = [
+            response.status_code
+            for response in (
+                api.post(f"{url}/api/v1/grants/feed", json={"expandMask": {"paths": ["*"]}}),
+                api.get(f"{url}/api/v1/apps"),
+                api.get(f"{app}/entitlements"),
+                api.get(f"{app}/entitlements/{entitlement_id}/automation/exclusions"),
+                api.get(f"{app}/entitlements/{entitlement_id}/users"),
+                api.get(f"{app}/app_users"),
+                api.get(f"{url}/api/v1/users"),
+                api.post(f"{url}/api/v1/search/grants", json={"appIds": [app_id]}),
+                api.post(f"{url}/api/v1/search/past-grants", json={"appIds": [app_id]}),
+                api.post(f"{url}/api/v1/search/tasks", json={}),
+                api.get(f"{url}/api/v1/access_reviews"),
+                api.post(f"{url}/api/v1/systemlog/events", json={}),
+                api.get(f"{app}/entitlements/unknown"),  # an error's body
+            )
+        ]
+    assert statuses == [200] * 12 + [404]
+    assert len(written) >= 13
+    for obj, body in written:
+        assert body == json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
