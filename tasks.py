@@ -17,14 +17,13 @@ checked against its recorded hashes, so a fresh clone next year installs what CI
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
-import typing as t
 import venv
 from pathlib import Path
 
@@ -140,13 +139,18 @@ def test(extra: list[str]) -> None:
     """
     steps: dict[str, float] = {}
     try:
-        with plugins_installed_meanwhile(steps):
+        install = PluginInstall(steps)
+        try:
             step(steps, "ruff check", BIN / "ruff", "check", ".")
             step(steps, "ruff format", BIN / "ruff", "format", "--check", ".")
             step(steps, "mypy", BIN / "mypy")  # what ships: package, emulator, scripts/, this
             rewrite_tests_once(steps)
-        workers = str((os.cpu_count() or 1) + 1)  # the arguments given may say otherwise
-        step(steps, "pytest", BIN / "python", "-m", "pytest", "-n", workers, *extra)
+            install.extractor_installed()
+            workers = str((os.cpu_count() or 1) + 1)  # the arguments given may say otherwise
+            pytest: tuple[str | Path, ...] = (BIN / "python", "-m", "pytest", "-n", workers, *extra)
+            step(steps, "pytest", *pytest, env={INSTALL_DONE: str(install.done)})
+        finally:
+            install.wait()
         if os.environ.get("CI") == "true" and not extra:
             test_sdk_next(steps)
     finally:
@@ -169,38 +173,71 @@ def rewrite_tests_once(steps: dict[str, float]) -> None:
     steps["pytest's rewritten tests"] = time.monotonic() - started
 
 
-@contextlib.contextmanager
-def plugins_installed_meanwhile(steps: dict[str, float]) -> t.Iterator[None]:
-    """``meltano install`` of meltano.yml's plugins while the block runs (the linters): the
-    end-to-end tests need them (their ``meltano_plugins`` fixture then finds them installed),
-    and on a fresh clone the install is most of a minute that would otherwise hold up the
-    suite. Its output goes to a log, shown when it fails."""
-    started = time.monotonic()
-    log = VENV / "meltano-install.log"
-    with log.open("wb") as out:
-        install = subprocess.Popen(
-            [BIN / "meltano", "install"],
-            cwd=ROOT,
-            env={**os.environ, "MELTANO_SEND_ANONYMOUS_USAGE_STATS": "false"},
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            yield
-        finally:
-            returncode = install.wait()
-            steps["meltano install (meanwhile)"] = time.monotonic() - started
-    if returncode != 0:
-        print(log.read_text(errors="replace")[-3000:], file=sys.stderr)
-        raise subprocess.CalledProcessError(returncode, "meltano install")
+# Where the suite's end-to-end tests learn that the install they wait for has ended: a file
+# that holds its exit status once it has (tests/conftest.py, the meltano_plugins fixture).
+INSTALL_DONE = "ACCESSGOV_PLUGINS_INSTALL_DONE"
+# meltano.yml's kinds of plugin, in the order they are installed: the extractor (this
+# checkout, editable) first, since its install writes the checkout's package metadata, which
+# the suite's own processes read (pyproject's pythonpath puts the checkout first).
+PLUGIN_KINDS = ("extractor", "loader", "utility", "orchestrator")
 
 
-def step(steps: dict[str, float], name: str, *args: str | Path) -> None:
+class PluginInstall:
+    """``meltano install`` of meltano.yml's plugins in the background, kind by kind
+    (``PLUGIN_KINDS``), its output in a log shown when it fails: on a fresh clone it is most
+    of a minute, which the linters and then the suite's first tests (the cli group, which
+    needs no plugin) use. ``extractor_installed`` waits for the tap's own plugin; ``done``
+    is the file that holds the exit status once every kind is installed (or one failed),
+    which the end-to-end tests wait for instead of installing themselves."""
+
+    def __init__(self, steps: dict[str, float]) -> None:
+        self.log = VENV / "meltano-install.log"
+        self.done = VENV / "meltano-install.status"
+        self.done.unlink(missing_ok=True)
+        self._steps = steps
+        self._extractor = threading.Event()
+        self._thread = threading.Thread(target=self._install, name="meltano install")
+        self._thread.start()
+
+    def _install(self) -> None:
+        started = time.monotonic()
+        status = 0
+        with self.log.open("wb") as out:
+            for kind in PLUGIN_KINDS:
+                status = subprocess.run(
+                    [BIN / "meltano", "install", "--plugin-type", kind],
+                    cwd=ROOT,
+                    env={**os.environ, "MELTANO_SEND_ANONYMOUS_USAGE_STATS": "false"},
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    check=False,
+                ).returncode
+                self._extractor.set()
+                if status != 0:
+                    break
+        self._steps["meltano install (meanwhile)"] = time.monotonic() - started
+        self.done.write_text(str(status))
+
+    def extractor_installed(self) -> None:
+        self._extractor.wait()
+
+    def wait(self) -> None:
+        """Until the install has ended; a failed one fails the command with its log's tail."""
+        self._thread.join()
+        status = int(self.done.read_text())
+        if status != 0:
+            print(self.log.read_text(errors="replace")[-3000:], file=sys.stderr)
+            raise subprocess.CalledProcessError(status, "meltano install")
+
+
+def step(
+    steps: dict[str, float], name: str, *args: str | Path, env: dict[str, str] | None = None
+) -> None:
     """``run`` one step of the test command and note how long it took, failed or not."""
     started = time.monotonic()
     try:
-        run(*args)
+        run(*args, env=env)
     finally:
         steps[name] = time.monotonic() - started
 

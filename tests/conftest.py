@@ -14,6 +14,7 @@ import json
 import os
 import re
 import subprocess
+import time
 import typing as t
 import uuid
 from collections import Counter
@@ -176,11 +177,33 @@ def e2e_emulator() -> t.Iterator[Emulator]:
 def meltano_plugins() -> None:
     """meltano.yml's plugins (loaders, dbt utilities) in .meltano/, quick when already there;
     one worker installs them while the others wait (a lock file beside them). The install is
-    the project's own .meltano/, not a worker's (MELTANO_SYS_DIR_ROOT: pytest_configure)."""
+    the project's own .meltano/, not a worker's (MELTANO_SYS_DIR_ROOT: pytest_configure).
+
+    Under ``python3 tasks.py test``, which installs them itself while the linters and the
+    first tests run, only the end of that install (the file ``ACCESSGOV_PLUGINS_INSTALL_DONE``
+    names holds its exit status once it has ended), then the models' package: no second
+    ``meltano install`` while tests run, since installing the extractor (this checkout,
+    editable) rewrites the checkout's package metadata, which the tests' processes read."""
+    done = os.environ.get("ACCESSGOV_PLUGINS_INSTALL_DONE")
+    if done:
+        wait_for_the_install(Path(done))
     (ROOT / ".meltano").mkdir(exist_ok=True)
     with FileLock(ROOT / ".meltano" / "tests-install.lock"), pytest.MonkeyPatch.context() as env:
         env.delenv(MELTANO_SYS_DIR, raising=False)
-        install_plugins()
+        install_plugins(installed=bool(done))
+
+
+def wait_for_the_install(done: Path, timeout: float = 1800) -> None:
+    """Until ``done`` holds the exit status of the install tasks.py started; a failed install
+    fails the test with the tail of its log."""
+    deadline = time.monotonic() + timeout
+    while not done.exists() or not done.read_text().strip():
+        if time.monotonic() > deadline:
+            pytest.fail(f"meltano install (tasks.py) has not ended after {timeout:.0f} s")
+        time.sleep(0.2)
+    if int(done.read_text()) != 0:
+        log = done.with_name("meltano-install.log").read_text(errors="replace")[-3000:]
+        pytest.fail(f"meltano install (tasks.py) failed:\n{log}", pytrace=False)
 
 
 def meltano(*args: str, env: dict[str, str], timeout: float = 900, cwd: Path = ROOT) -> str:
