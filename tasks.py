@@ -141,10 +141,11 @@ def test(extra: list[str]) -> None:
     try:
         install = PluginInstall(steps)
         try:
+            rewriting = rewrite_tests_once()
             step(steps, "ruff check", BIN / "ruff", "check", ".")
             step(steps, "ruff format", BIN / "ruff", "format", "--check", ".")
             step(steps, "mypy", BIN / "mypy")  # what ships: package, emulator, scripts/, this
-            rewrite_tests_once(steps)
+            rewriting.wait()  # a module that fails to import fails the suite's collection
             install.extractor_installed()
             workers = str((os.cpu_count() or 1) + 1)  # the arguments given may say otherwise
             pytest: tuple[str | Path, ...] = (BIN / "python", "-m", "pytest", "-n", workers, *extra)
@@ -159,18 +160,20 @@ def test(extra: list[str]) -> None:
             print(f"  {name:<28} {seconds:6.0f} s", flush=True)
 
 
-def rewrite_tests_once(steps: dict[str, float]) -> None:
+def rewrite_tests_once() -> subprocess.Popen[bytes]:
     """pytest's rewritten test modules (its assertion rewriting) kept in their __pycache__, by
-    one collection: where PYTHONDONTWRITEBYTECODE is set (many container images, CI's
-    machines) pytest keeps none, and every worker of both suite runs rewrote every test
-    module again (measured: a collection took 4.6 s of CPU without them, 2.1 s with them).
-    It runs while ``meltano install`` does, on the core the install leaves idle."""
-    started = time.monotonic()
+    one collection, started here (to be waited for): where PYTHONDONTWRITEBYTECODE is set
+    (many container images, CI's machines) pytest keeps none, and every worker of both suite
+    runs rewrote every test module again (measured: a collection took 4.6 s of CPU without
+    them, 2.1 s with them). It runs beside the linters and ``meltano install``."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    collect: list[str | Path] = [BIN / "python", "-m", "pytest", "--collect-only", "-q", "-n", "0"]
-    # a module that fails to import fails the suite's own collection, which says why
-    subprocess.run(collect, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, check=False)
-    steps["pytest's rewritten tests"] = time.monotonic() - started
+    return subprocess.Popen(
+        [BIN / "python", "-m", "pytest", "--collect-only", "-q", "-n", "0"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 # Where the suite's end-to-end tests learn that the install they wait for has ended: a file
