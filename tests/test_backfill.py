@@ -805,8 +805,32 @@ def test_a_window_in_date_order_is_cut_ahead_of_the_reading_only(ascending: bool
     assert sum(read.skip.values()) == 199, "the part read, its events skipped"
     assert sum(next_to_it.skip.values()) == 1, "the last event read, skipped next to it"
     ahead = [child for child in children if child is not read]
-    # 1000 ms at 10 events per ms: about 98 pages ahead, in pieces of about TARGET_PAGES
-    assert len(ahead) == min(math.ceil(98 / TARGET_PAGES), MAX_PIECES), len(ahead)
+    # 970 ms ahead, at the density of the part read (2 pages in its 30 ms, the first 10 ms
+    # without an event): about 65 pages, in pieces of about TARGET_PAGES
+    assert len(ahead) == min(math.ceil(65 / TARGET_PAGES), MAX_PIECES), len(ahead)
+
+
+@pytest.mark.parametrize("ascending", [True, False])
+def test_pages_read_within_a_burst_after_a_quiet_stretch_are_no_density_to_cut_by(
+    ascending: bool,
+) -> None:
+    """Two pages read in date order, both within a burst of events a millisecond wide, half a
+    window after its start (a nightly run of the system log: the sign-ins filed at one
+    instant, nothing before them since the bookmark, nothing after them up to the run's
+    start): the window's part read holds two pages in 500 ms, so a page or two lies in the
+    500 ms ahead, and the window is read on, not cut into MAX_PIECES pieces of a request
+    each (as the burst's own width said: a nightly run took 90 requests for 17 pages)."""
+    ms = 1_000_000
+    dates = [500 * ms + n * ms // 200 for n in range(200)]  # 200 events in a millisecond
+    if not ascending:
+        dates = [1000 * ms - d for d in dates]
+    pages = [[_event(n, d) for n, d in enumerate(dates[:100])]]
+    pages.append([_event(n, d) for n, d in enumerate(dates[100:], 100)])
+    assert not pieces(Window(0, 1000 * ms), pages, None, 0, 1000 * ms)
+    # the same pages with a long stretch ahead: cut, at the density of the part read
+    wide = Window(0, 4000 * ms) if ascending else Window(-3000 * ms, 1000 * ms)
+    children = pieces(wide, pages, None, -3000 * ms, 4000 * ms)
+    assert 1 < len(children) <= math.ceil(3500 / 250 / TARGET_PAGES) + 1, len(children)
 
 
 def test_a_kill_at_70_percent_rereads_only_windows_in_flight_in_every_order(

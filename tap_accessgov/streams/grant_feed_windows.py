@@ -169,8 +169,9 @@ def pieces(
     - **By date** (ascending, descending or nearly): the pages cover a run of the window's
       dates from one end, and the rest lies ahead of the reading. The density of the last
       page (where the reading is now: an ascending feed may grow denser as it goes; the
-      pages' average where that is sparser: a burst at one instant is no density) over the
-      width ahead estimates the pages left; when they are more than twice
+      pages' average, or the window's part read from the end it is read from, where that
+      is sparser: a burst at one instant is no density) over the width ahead estimates the
+      pages left; when they are more than twice
       ``TARGET_PAGES``, the part ahead is cut into pieces of about ``TARGET_PAGES``, and the
       part read, with the sliver behind it (the stragglers of a nearly sorted feed, none
       when sorted), becomes one piece (its events skipped). Splitting costs requests (each
@@ -207,8 +208,16 @@ def pieces(
         # otherwise predict a window full of pages ahead and cut it into MAX_PIECES pieces,
         # a request each, where a few pages remain; a piece that proves dense is split in
         # turn, so reading density low costs less than reading it high.
+        # Nor denser than the window's part read, from the end it is read from (no event
+        # lies between that end and the first one sent): pages read within a burst right
+        # after a quiet stretch (a nightly run of the system log: its sign-ins filed at one
+        # instant, then nothing up to the run's start) are no density either, and the
+        # pieces of a piece cut wrongly would each cost a request.
         last = page_dates[-1] or dates
-        per_page = max(max(last) - min(last), (max(dates) - min(dates)) // pages, 1)
+        covered = read_edge - start if order > 0 else end - read_edge
+        per_page = max(
+            max(last) - min(last), (max(dates) - min(dates)) // pages, covered // pages, 1
+        )
         ahead = end - read_edge if order > 0 else read_edge - start
         if ahead // per_page <= 2 * TARGET_PAGES:
             return []
