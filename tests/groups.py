@@ -37,8 +37,9 @@ class _Running:
 
 def _cpu_seconds() -> float:
     """CPU time of this process (its emulators' threads among them) and of the processes it
-    waited for (Meltano, the tap, the loaders, dbt and Spark's JVM under them); not a server
-    that runs on (the configured PostgreSQL)."""
+    waited for (Meltano, the tap, the loaders, dbt under them); not a server that runs on
+    (the configured PostgreSQL), nor a process left to end on its own (Spark's JVM, which
+    pyspark does not wait for: docs/development.md)."""
     times = os.times()
     return times.user + times.system + times.children_user + times.children_system
 
@@ -68,8 +69,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     that with several workers the short ones fill the end instead of one long test running
     alone; and the cli group before both, since a fresh clone's ``meltano install``, which
     only the e2e tests need, ends while its tests run (``python3 tasks.py test`` starts the
-    install before the linters; measured: the cli group is about half a minute of the
-    workers' time, and the install about 40 s from a fresh clone)."""
+    install before the linters; measured from a fresh clone: the cli group keeps three
+    workers 35-50 s, the install takes 40-60 s)."""
     for item in items:
         if _E2E_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.e2e)
