@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+import tasks
 from tests.conftest import ROOT
 
 BIN = Path(sys.executable).parent
@@ -70,15 +71,17 @@ def test_meltano_install_compiles_the_plugins_modules(tmp_path: Path) -> None:
 
 
 def test_the_project_environment_is_installed_compiled() -> None:
-    """The same for the project's own .venv (``python3 tasks.py``'s bootstrap), which runs
-    Meltano itself, the tap of the benchmarks and these tests: every command started from it
-    would otherwise compile Meltano, singer-sdk & co. again (~1.5 s of CPU per `meltano
-    run`). Looked for on modules imported at first use by each, installed by the lock."""
-    if Path(sys.prefix).resolve() != (ROOT / ".venv").resolve():
-        pytest.skip("not run from the environment tasks.py bootstraps")
+    """The same for the environments ``python3 tasks.py`` makes: .venv (its bootstrap), which
+    runs Meltano itself, the tap of the benchmarks and these tests, and CI's .venv-sdk-next,
+    which runs these tests again against the next singer-sdk: every command started from one
+    would otherwise compile Meltano, singer-sdk & co. again (~1.5 s of CPU per `meltano run`,
+    ~0.8 s per start of the tap). Looked for on modules imported at first use by each,
+    installed by the lock."""
+    if Path(sys.prefix).resolve() not in {tasks.VENV.resolve(), tasks.SDK_NEXT_VENV.resolve()}:
+        pytest.skip("not run from an environment tasks.py makes")
     for name in ("meltano.cli", "singer_sdk.streams.core", "sqlalchemy.orm.session"):
         spec = importlib.util.find_spec(name)
         assert spec is not None
         assert spec.origin is not None
         bytecode = Path(importlib.util.cache_from_source(spec.origin))
-        assert bytecode.exists(), f"{spec.origin} is not compiled (tasks.py bootstrap)"
+        assert bytecode.exists(), f"{spec.origin} is not compiled (tasks.py, compile_installed)"
