@@ -265,10 +265,11 @@ def test_sdk_next(steps: dict[str, float]) -> None:
 
     Its own virtualenv, ``.venv-sdk-next``: the lock file's packages, then the newest
     singer-sdk, pre-releases included, with whatever its dependencies need (resolved, not
-    locked: the point is to meet what the next release brings). Made anew on each run, and compiled as .venv is (``compile_installed``):
-    where PYTHONDONTWRITEBYTECODE is set, every start of the tap in the cli group compiled
-    singer-sdk & co. from source again (measured, 2 pairs alternating: the run took 283 and
-    283 s compiled, plus 11-13 s to compile, against 289 and 337 s from source).
+    locked: the point is to meet what the next release brings). Made anew on each run, and
+    compiled as .venv is (``compile_installed``): where PYTHONDONTWRITEBYTECODE is set, every
+    start of the tap in the cli group compiled singer-sdk & co. from source again (measured,
+    2 pairs alternating: the run took 283 and 283 s compiled, plus 11-13 s to compile,
+    against 289 and 337 s from source).
     """
     started = time.monotonic()
     if SDK_NEXT_VENV.exists():
