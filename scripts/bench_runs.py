@@ -60,13 +60,17 @@ def catalog_for(config_path: Path, stream: str, workdir: Path) -> Path:
     return path
 
 
-def run(command: list[str], env: dict[str, str] | None = None) -> tuple[float, int]:
-    """Wall seconds and peak RSS (MB) of one child process, output to /dev/null."""
+def run(
+    command: list[str], env: dict[str, str] | None = None, log: Path | None = None
+) -> tuple[float, int]:
+    """Wall seconds and peak RSS (MB) of one child process, output to /dev/null (its stderr
+    to ``log`` when given)."""
     started = time.perf_counter()
-    process = subprocess.Popen(
-        command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT, env=env
-    )
-    _, status, usage = os.wait4(process.pid, 0)
+    with open(log or os.devnull, "wb") as stderr:
+        process = subprocess.Popen(
+            command, stdout=subprocess.DEVNULL, stderr=stderr, cwd=ROOT, env=env
+        )
+        _, status, usage = os.wait4(process.pid, 0)
     elapsed = time.perf_counter() - started
     if os.waitstatus_to_exitcode(status) != 0:
         sys.exit(f"failed: {' '.join(command)}")

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -87,6 +88,13 @@ def export_revision(revision: str, workdir: Path) -> Path:
     # compiled, as this checkout's is (tasks.py compile_checkout): the same start-up on both sides
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(directory)], check=True)
     return directory
+
+
+def ranges_at_once(log: Path) -> str:
+    """How many time ranges a tap run read at once at most, from its log line (windowed.py):
+    the windows in flight are what set a tap apart from its one-query form on this server."""
+    said = re.search(r"read (\d+) time range\(s\) at once at most", log.read_text())
+    return said[1] if said else "-"
 
 
 def ratios(args: argparse.Namespace, workdir: Path, report: t.Callable[[str], None]) -> None:
@@ -138,6 +146,7 @@ def side_by_side(
     times: dict[str, list[float]] = {"raw": [], "copy": [], "plain": []}
     for name in taps:
         times[f"tap {name}"], times[f"run {name}"] = [], []
+    at_once: dict[str, list[str]] = {name: [] for name in taps}
     load_before = os.getloadavg()[0]
     built = 0
     for timed in [False] + [True] * rounds:
@@ -145,7 +154,10 @@ def side_by_side(
         round_times["raw"] = run(raw_loop(emulator.config_path))[0]
         for name, tap in taps.items():
             command = tap_command(configs[name], catalog)
-            round_times[f"tap {name}"] = run(command, env={**os.environ, **tap.env})[0]
+            log = workdir / "tap.log"
+            round_times[f"tap {name}"] = run(command, env={**os.environ, **tap.env}, log=log)[0]
+            if timed:
+                at_once[name].append(ranges_at_once(log))
         plain = [
             sys.executable,
             str(PLAIN_SDK_TAP),
@@ -208,3 +220,5 @@ def side_by_side(
             f"(target >= 0.60); meltano run {run_s:.2f} s ({events / run_s:,.0f} rows/s), "
             f"run/raw fetch+COPY = {median['copy'] / run_s:.2f} (target >= 0.25)"
         )
+        if any(ranges != "-" for ranges in at_once[name]):  # not read as one query
+            report(f"    time ranges read at once at most, tap alone: {', '.join(at_once[name])}")

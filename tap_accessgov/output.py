@@ -5,6 +5,7 @@ reported as such."""
 from __future__ import annotations
 
 import sys
+import time
 import typing as t
 
 import msgspec
@@ -48,11 +49,22 @@ class OutputWriter(MsgSpecWriter):
     and flushes, so a STATE never precedes the records it covers nor waits behind them.
     ``flush`` writes what is left (TapStream.sync calls it when a stream's sync ends, failed
     or not). A loader that stopped reading is reported as OutputClosedError.
+
+    The time spent writing is kept (``time_not_writing``): in a pipeline it is the time the
+    loader took to read, which the grant feed's windows must not take for the service's
+    latency (grant_feed_windows.InFlight).
     """
 
     def __init__(self) -> None:
         super().__init__()
         self._chunk = bytearray()
+        self._writing = 0.0  # s spent in stdout's write and flush calls
+
+    def time_not_writing(self) -> float:
+        """A monotonic clock (s) that stands still while the tap writes its output: the run's
+        own time, less the time a loader that reads more slowly than the tap writes kept the
+        tap waiting (a full pipe blocks the write)."""
+        return time.monotonic() - self._writing
 
     @override
     def serialize_message(self, message: Message) -> bytearray:
@@ -75,12 +87,15 @@ class OutputWriter(MsgSpecWriter):
         """Write the waiting messages to stdout (looked up now: tests redirect it) and flush."""
         chunk = bytes(self._chunk)
         self._chunk.clear()
+        started = time.monotonic()
         try:
             while chunk:  # an unbuffered stdout (the raw file) may take part of it per call
                 chunk = chunk[sys.stdout.buffer.write(chunk) :]
             sys.stdout.flush()
         except BrokenPipeError:
             raise OutputClosedError from None
+        finally:
+            self._writing += time.monotonic() - started
 
 
 class StateWriter(SdkStateWriter):

@@ -14,6 +14,7 @@ import typing as t
 import pytest
 from singer_sdk.contrib.msgspec import MsgSpecWriter
 from singer_sdk.helpers._state import StateWriter as SdkStateWriter
+from singer_sdk.singerlib import SchemaMessage
 from singer_sdk.streams import Stream
 
 from tap_accessgov.output import CHUNK_BYTES, OutputWriter, StateWriter
@@ -66,6 +67,36 @@ def feed_config() -> dict[str, t.Any]:
         "exclusion_entitlements": listed_exclusion_entitlements(emulator),
         "max_concurrency": 1,
     }
+
+
+class SlowLoader(io.RawIOBase):
+    """A pipe whose reader (the loader) is slower than the tap: each write waits for it."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: t.Any) -> int:
+        time.sleep(self.seconds)
+        return len(data)
+
+
+def test_the_writers_clock_stands_still_while_a_slow_loader_reads() -> None:
+    """``time_not_writing`` is the run's time without the waits for the loader: what the
+    grant feed's windows read, so that a slow loader is not taken for the service's latency
+    (a ``meltano run`` into PostgreSQL grew them to 4-8 on a server that answers at once)."""
+    writer = OutputWriter()
+    out = io.TextIOWrapper(io.BufferedWriter(SlowLoader(0.2), buffer_size=1))
+    started_wall, started_own = time.monotonic(), writer.time_not_writing()
+    with contextlib.redirect_stdout(out):
+        writer.write_message(
+            SchemaMessage(stream="s", schema={"type": "object"}, key_properties=[])
+        )
+    wall, own = time.monotonic() - started_wall, writer.time_not_writing() - started_own
+    assert wall >= 0.2, wall
+    assert own < 0.1, f"{own:.3f} s of the run's own time in {wall:.3f} s, 0.2 s of it writing"
 
 
 @pytest.mark.parametrize("limit", [None, 1000], ids=["whole-writes", "partial-writes"])

@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime
 import logging
 import threading
+import time
 import typing as t
 from functools import cached_property
 
@@ -290,6 +291,14 @@ class TapStream(ProgressReportingStream, SnapshotStream):
             except OutputClosedError:
                 if not failed:
                     raise
+
+    def time_not_writing(self) -> float:
+        """The run's time less what it spent writing its output (OutputWriter's clock; the
+        plain monotonic clock under another writer): what the windows in flight read, so
+        that a loader slower than the tap is not taken for the service's latency."""
+        if isinstance(self.output, OutputWriter):
+            return self.output.time_not_writing()
+        return time.monotonic()
 
     def stop_workers(self) -> None:
         """End the worker threads this stream drives, if any (a failed run must not wait)."""

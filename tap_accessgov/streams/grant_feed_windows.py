@@ -381,19 +381,31 @@ class InFlight:
     Windows in flight pay where the service makes the run wait (its latency: 4.5x to 5.4x
     on a backfill, docs/backfills.md), and cost where it does not: the process is then
     bound by its own CPU (one core: the GIL), and worker threads only hand the GIL and the
-    page queue back and forth (on a server that answers at once, 50,000 events: the same
-    windows read one at a time took 2.46 s of CPU in a worker, 2.23 s in the main thread,
-    and 2.57-2.62 s eight at a time; docs/performance.md). Whether the run waits is what
-    its own CPU says: the process's CPU time over the wall time since the last look (at a
-    page, no more often than ``LOOK_EVERY``). Below ``WAITING`` the run waits more than a worker costs, and the
-    windows grow in proportion: ``n`` windows keeping the process busy a share ``b`` of the
-    time, ``n / b`` would keep it busy (a server answering in 50 ms goes from one to eight
-    at the first look). Never fewer: a window is at most a page of memory, and a service
-    that throttles is answered by ``RequestBudget``, which lowers the requests in flight.
+    page queue back and forth (on a server that answers at once, the same windows took
+    45-78% more CPU eight at a time than one at a time, and 48-57% more two at a time;
+    docs/performance.md). Whether the run waits is what its own CPU says: the process's CPU
+    time over the wall time of the last ``SPAN`` (looked at on a page, no more often than
+    ``LOOK_EVERY``), since the windows last changed. Below ``WAITING`` the run waits more
+    than the windows cost, and they grow in proportion: ``n`` windows keeping the process
+    busy a share ``b`` of the time, ``n / b`` would keep it busy (a server answering in 50 ms
+    goes from one to eight at the first look).
+
+    A look of one page or one moment would mistake a core taken by another process (the
+    loader, the database, the service itself on a shared machine) for the service's
+    latency, and a run bound by its CPU would then pay for windows to the end: measured on
+    a busy 2-core machine, single looks of 50 ms fell to 0.44-0.79 busy within runs whose
+    median was 0.90, and the run grew to 8 windows in some rounds and not in others
+    (docs/performance.md). A latency is there at every look; a moment's contention is
+    diluted in a second of them. Never fewer: a window is at most a page of memory, and a
+    service that throttles is answered by ``RequestBudget``, which lowers the requests in
+    flight.
     """
 
     LOOK_EVERY = 0.05  # s
-    WAITING = 0.8  # busy share (process CPU / wall) under which the run is waiting
+    SPAN = 1.0  # s of looks a decision rests on, since the windows last changed
+    # Busy share (process CPU / wall) under which the run is waiting for the service: where
+    # windows in flight cost 45-78% more CPU, they pay below 1 / 1.45-1.78 = 0.56-0.69.
+    WAITING = 0.6
 
     def __init__(
         self,
@@ -404,21 +416,27 @@ class InFlight:
         self.maximum = maximum
         self.allowed = 1
         self._wall_clock, self._cpu_clock = wall_clock, cpu_clock
-        self._wall, self._cpu = wall_clock(), cpu_clock()
+        # (wall, cpu) at each look since the windows last changed, the last SPAN of them
+        self._looks = collections.deque([(wall_clock(), cpu_clock())])
 
     def page_arrived(self) -> None:
         """Look, at most every ``LOOK_EVERY``: more windows if the run was waiting."""
         if self.allowed >= self.maximum:
             return
         wall = self._wall_clock()
-        if wall - self._wall < self.LOOK_EVERY:
+        looks = self._looks
+        if wall - looks[-1][0] < self.LOOK_EVERY:
             return
         cpu = self._cpu_clock()
-        busy = (cpu - self._cpu) / (wall - self._wall)
+        while len(looks) > 1 and wall - looks[1][0] >= self.SPAN:
+            looks.popleft()
+        since_wall, since_cpu = looks[0]
+        busy = (cpu - since_cpu) / (wall - since_wall)
         if busy < self.WAITING:
             wanted = math.ceil(self.allowed / max(busy, 1 / self.maximum))
             self.allowed = min(self.maximum, max(self.allowed + 1, wanted))
-        self._wall, self._cpu = wall, cpu
+            looks.clear()
+        looks.append((wall, cpu))
 
 
 class WindowReader:
@@ -429,6 +447,8 @@ class WindowReader:
     or a worker); ``on_complete(window)`` runs in the main thread once every record of the window
     has been handed on (the SDK has written them when it asks for the next one). ``key_of``:
     a record's key, which a piece skips (``pieces``), by default a grant event's.
+    ``wall_clock``: the run's time as ``in_flight`` reads it (the stream's writer's
+    ``time_not_writing``: a slow loader is no latency of the service).
     """
 
     def __init__(
@@ -439,13 +459,15 @@ class WindowReader:
         workers: Workers,
         count: int,
         key_of: Callable[[Record], Key] | None = None,
+        wall_clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._read = read
         self._key_of = key_of or key
         self._split = split
         self._page_size = page_size
         self._workers = workers
-        self.in_flight = InFlight(count)  # windows read at once: as many as the run waits for
+        # windows read at once: as many as the run waits for
+        self.in_flight = InFlight(count, wall_clock=wall_clock)
         # Pages on their way to the main thread: a bound, so memory stays flat.
         self._pages: queue.Queue[tuple[str, Window, t.Any]] = queue.Queue(maxsize=2 * count)
         # Pages of the windows completed so far, on average (written by the main thread);

@@ -104,6 +104,7 @@ class TasksStream(BodyPaging, WindowedStream):
             page_size=self.page_size,
             workers=self.start_workers(workers, "tasks"),
             count=workers,
+            wall_clock=self.time_not_writing,
         )
         yield from reader.records(windows, completed)
 

@@ -154,6 +154,7 @@ class WindowedStream(RunCappedStream):
             workers=pool,
             count=workers,
             key_of=key_of,
+            wall_clock=self.time_not_writing,
         )
         changed = self.replication_key or ""
         yield from reader.records(
