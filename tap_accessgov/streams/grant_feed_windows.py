@@ -385,10 +385,12 @@ class InFlight:
     45-78% more CPU eight at a time than one at a time, and 48-57% more two at a time;
     docs/performance.md). Whether the run waits is what its own CPU says: the process's CPU
     time over the wall time of the last ``SPAN`` (looked at on a page, no more often than
-    ``LOOK_EVERY``), since the windows last changed. Below ``WAITING`` the run waits more
-    than the windows cost, and they grow in proportion: ``n`` windows keeping the process
-    busy a share ``b`` of the time, ``n / b`` would keep it busy (a server answering in 50 ms
-    goes from one to eight at the first look).
+    ``LOOK_EVERY``), since the windows last changed; the wall time of ``wall_clock``, which
+    the streams stop while the tap writes its output (a loader slower than the tap is no
+    latency of the service: OutputWriter.time_not_writing). Below ``WAITING`` the run
+    waits more than the windows cost, and they grow in proportion: ``n`` windows keeping
+    the process busy a share ``b`` of the time, ``n / b`` would keep it busy (a server
+    answering in 50 ms goes from one to eight at the first look).
 
     A look of one page or one moment would mistake a core taken by another process (the
     loader, the database, the service itself on a shared machine) for the service's
