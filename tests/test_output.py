@@ -38,17 +38,21 @@ from tests.conftest import (
 
 class RawStdout(io.RawIOBase):
     """The file under an unbuffered stdout (``python -u``, PYTHONUNBUFFERED): every write
-    is a system call, recorded here; ``limit`` bytes at most per call, as a pipe may take."""
+    is a system call, recorded here; ``limit`` bytes at most per call, as a pipe may take;
+    each call ``delay`` s long, as a pipe whose reader (the loader) is slower than the tap."""
 
-    def __init__(self, limit: int | None = None) -> None:
+    def __init__(self, limit: int | None = None, delay: float = 0.0) -> None:
         self.data = bytearray()
         self.writes = 0
         self.limit = limit
+        self.delay = delay
 
     def writable(self) -> bool:
         return True
 
     def write(self, data: t.Any) -> int:
+        if self.delay:
+            time.sleep(self.delay)
         taken = bytes(data)[: self.limit]
         self.writes += 1
         self.data += taken
@@ -69,26 +73,12 @@ def feed_config() -> dict[str, t.Any]:
     }
 
 
-class SlowLoader(io.RawIOBase):
-    """A pipe whose reader (the loader) is slower than the tap: each write waits for it."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data: t.Any) -> int:
-        time.sleep(self.seconds)
-        return len(data)
-
-
 def test_the_writers_clock_stands_still_while_a_slow_loader_reads() -> None:
     """``time_not_writing`` is the run's time without the waits for the loader: what the
     grant feed's windows read, so that a slow loader is not taken for the service's latency
     (a ``meltano run`` into PostgreSQL grew them to 4-8 on a server that answers at once)."""
     writer = OutputWriter()
-    out = io.TextIOWrapper(io.BufferedWriter(SlowLoader(0.2), buffer_size=1))
+    out = io.TextIOWrapper(io.BufferedWriter(RawStdout(delay=0.2), buffer_size=1))
     started_wall, started_own = time.monotonic(), writer.time_not_writing()
     with contextlib.redirect_stdout(out):
         writer.write_message(
