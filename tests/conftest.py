@@ -206,9 +206,11 @@ def wait_for_the_install(done: Path, timeout: float = 1800) -> None:
         pytest.fail(f"meltano install (tasks.py) failed:\n{log}", pytrace=False)
 
 
-def meltano(*args: str, env: dict[str, str], timeout: float = 900, cwd: Path = ROOT) -> str:
-    """Run meltano in the project (or the one at ``cwd``) as a user would; it must succeed and
-    never show the secret. Returns what it printed."""
+def meltano(
+    *args: str, env: dict[str, str], timeout: float = 900, cwd: Path = ROOT, fails: bool = False
+) -> str:
+    """Run meltano in the project (or the one at ``cwd``) as a user would; it must succeed (or,
+    with ``fails``, fail) and never show the secret. Returns what it printed."""
     require_group("e2e")
     result = subprocess.run(
         [str(BIN / "meltano"), *args],
@@ -219,7 +221,7 @@ def meltano(*args: str, env: dict[str, str], timeout: float = 900, cwd: Path = R
         timeout=timeout,
         check=False,
     )
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    assert (result.returncode != 0) == fails, result.stdout[-4000:] + result.stderr[-4000:]
     assert CREDENTIAL.client_secret not in result.stdout + result.stderr
     return result.stdout + result.stderr
 

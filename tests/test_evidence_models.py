@@ -433,7 +433,13 @@ def builds_before_the_feed_and_without_grants(
     jsonl = tmp_path / "jsonl-copy"
     shutil.copytree(tmp_path / "jsonl", jsonl)
     database = tmp_path / "copy.duckdb"
-    env = env | {"DBT_DUCKDB_JSONL_DIR": str(jsonl), "DBT_DUCKDB_DATABASE_PATH": str(database)}
+    env = env | {
+        "DBT_DUCKDB_JSONL_DIR": str(jsonl),
+        "DBT_DUCKDB_DATABASE_PATH": str(database),
+        # dbt parses in full when the database changes: a target of its own for the copy
+        # keeps the worker's (and its saved parse) for the builds on the files themselves
+        "DBT_DUCKDB_TARGET_PATH": str(tmp_path / "dbt-copy"),
+    }
     query = duckdb_query(database)
 
     gone = ds.apps[1]
