@@ -30,6 +30,9 @@ from tests.conftest import ROOT, meltano
 
 TRANSFORM = ROOT / "transform"
 PACKAGE = ROOT / "dbt_accessgov"  # the models, macros and tests (transform/ installs it)
+# One worker compiles the package once (compiled_with_probes) for every test here: spread
+# over the workers, each compiled it again.
+pytestmark = pytest.mark.xdist_group("portability")
 WAREHOUSES = ("snowflake", "bigquery")
 _JINJA = re.compile(r"\{#.*?#\}|\{\{.*?\}\}|\{%.*?%\}", re.S)
 _SQL_COMMENT_OR_STRING = re.compile(r"--[^\n]*|/\*.*?\*/|'(?:[^']|'')*'", re.S)

@@ -69,9 +69,11 @@ def tagged_checkout(directory: Path) -> Path:
     return source
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def release(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """(sdist, wheel) of ``tagged_checkout``, built and checked as ``tasks.py build`` does."""
+    """(sdist, wheel) of ``tagged_checkout``, built and checked as ``tasks.py build`` does.
+    For the session, not the module: the groups run apart (tests/groups.py, ORDER) and this
+    file has a test in each, so a module's fixture was built again for every group."""
     source = tagged_checkout(tmp_path_factory.mktemp("tagged"))
     return tasks.build_release(source, tmp_path_factory.mktemp("dist"))
 
