@@ -298,12 +298,14 @@ def test_sdk_next(steps: dict[str, float]) -> None:
 
 # What the next singer-sdk's run reads: the tests of the tap. Left out, what never imports the
 # SDK and so cannot answer differently there (tests/test_layout.py checks it): the emulator's
-# own tests, the vendor's SDK against the emulator, dbt-spark's choice of a Java, the
-# repository's layout, and the benchmarks' and the demo's helpers (scripts/).
+# own tests, the vendor's SDK against the emulator, dbt-spark's choice of a Java, the dbt
+# utilities' build-and-prune, the repository's layout, and the benchmarks' and the demo's
+# helpers (scripts/).
 WITH_THE_SDK = (
     "tests",
     "--ignore=tests/test_vendor_sdk.py",
     "--ignore=tests/test_dbt_spark.py",
+    "--ignore=tests/test_dbt_build_and_prune.py",
     "--ignore=tests/test_layout.py",
     "--ignore=tests/test_support.py",
 )

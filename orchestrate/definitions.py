@@ -86,7 +86,8 @@ RETRY_DELAY = float(os.environ.get("ACCESSGOV_RETRY_DELAY_SECONDS", "300"))
 
 @dg.asset(
     description=f"`meltano run {PLAN['job']}`: the warehouse tables, then the models built on "
-    "them, then the loaded full-table copies their history holds deleted (dbt-postgres:prune).",
+    "them, then the loaded full-table copies their history holds deleted (dbt-postgres:"
+    "build-and-prune).",
     retry_policy=dg.RetryPolicy(
         max_retries=3,
         delay=RETRY_DELAY,

@@ -356,7 +356,7 @@ def engine_query(query: t.Callable[[str], list[tuple]], engine: str) -> t.Callab
 def test_access_history_evidence_and_removals_on_duckdb_equal_the_emulators_truth(
     meltano_plugins: None, tenant: Emulator, tmp_path: Path
 ) -> None:
-    """`meltano run tap-accessgov target-jsonl dbt-duckdb:build dbt-duckdb:prune` through the
+    """`meltano run tap-accessgov target-jsonl dbt-duckdb:build-and-prune` through the
     removals scenario (tests/removals.py: removals, a killed run, an entitlement back), every
     model of access history equal to the truth after each build, and of evidence after the
     first two: unset fields sent empty ("", false, 0, UNKNOWN) by the first run and omitted by
@@ -388,14 +388,16 @@ def test_access_history_evidence_and_removals_on_duckdb_equal_the_emulators_trut
         tenant.emit_unpopulated = None  # the vendor's mix from here on
 
     tenant.emit_unpopulated = True
-    build_and_prune = ("dbt-duckdb:build", "dbt-duckdb:prune")
     removals.scenario(
         tenant,
         query,
         removals.jsonl_copies(jsonl),
-        lambda: meltano("run", "tap-accessgov", "target-jsonl", *build_and_prune, env=env),
+        lambda: meltano(
+            "run", "tap-accessgov", "target-jsonl", "dbt-duckdb:build-and-prune", env=env
+        ),
         lambda: removals.killed_run(tenant, env, "tap-accessgov", "target-jsonl"),
-        lambda: meltano("run", *build_and_prune, env=env),
+        # the two commands the combined one stands for, each a task of its own
+        lambda: meltano("run", "dbt-duckdb:build", "dbt-duckdb:prune", env=env),
         removals.Alongside(after_first, lambda: changes_between_runs(tenant), after_second),
     )
 
@@ -515,6 +517,7 @@ def test_evidence_access_history_and_removals_on_postgres_equal_the_emulators_tr
         removals.postgres_copies(connection, schema),
         lambda: meltano("run", "accessgov", env=env),  # the shipped job: load, build, prune
         lambda: removals.killed_run(tenant, env, "tap-accessgov", "target-postgres"),
+        # the two commands the job's build-and-prune stands for, each a task of its own
         lambda: meltano("run", "dbt-postgres:build", "dbt-postgres:prune", env=env),
         removals.Alongside(after_first, lambda: changes_between_runs(tenant), after_second),
     )

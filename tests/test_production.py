@@ -52,15 +52,16 @@ JOB_STATE_ID = "prod:tap-accessgov-to-target-postgres"  # Meltano's name for the
 
 
 def fresh_copy(directory: Path) -> Path:
-    """The project as an image holds it: its files and the installed plugins (linked, read
-    only), with a `.meltano/` of its own and nothing from earlier runs."""
+    """The project as an image holds it: its files (the dbt utilities' commands among them:
+    scripts/) and the installed plugins (linked, read only), with a `.meltano/` of its own and
+    nothing from earlier runs."""
     directory.mkdir()
     shutil.copy(ROOT / "meltano.yml", directory)
-    for tree in ("transform", "dbt_accessgov", "orchestrate"):
+    for tree in ("transform", "dbt_accessgov", "orchestrate", "scripts"):
         shutil.copytree(
             ROOT / tree,
             directory / tree,
-            ignore=shutil.ignore_patterns("target", "logs", "dbt_packages"),
+            ignore=shutil.ignore_patterns("target", "logs", "dbt_packages", "__pycache__"),
         )
     # the models' package as the image's `meltano invoke dbt-postgres:deps` installs it
     (directory / "transform" / "dbt_packages").mkdir()
