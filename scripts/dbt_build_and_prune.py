@@ -2,7 +2,8 @@
 Python: ``dbt build``, then, when every node succeeded, ``dbt run-operation
 prune_raw_snapshots``, in one process through dbt's programmatic API (``dbtRunner``).
 
-What the ``accessgov`` job and the README's DuckDB pipeline run after the load. The two
+What the ``accessgov`` job runs after the load, and the DuckDB pipeline with the prune of
+transform/README.md (*History and pruning*). The two
 commands one after the other (``build``, then ``prune``: two Meltano tasks) start dbt twice,
 and dbt's start (its imports) and the reading of the project (its saved parse) are most of a
 prune: here the project is parsed once and both invocations share it (dbt's documented reuse
