@@ -30,6 +30,7 @@ from tap_accessgov.streams import grant_feed_windows
 from tap_accessgov.streams.grant_feed_windows import (
     BY_DATE,
     MAX_PIECES,
+    MIN_WIDTH,
     SAMPLE_PIECES,
     SAMPLE_WINDOWS_PER_WORKER,
     TARGET_PAGES,
@@ -923,10 +924,11 @@ def test_a_burst_at_one_instant_under_the_last_page_is_no_density_to_cut_by(
     ascending: bool,
 ) -> None:
     """Two pages read in date order, the second a burst of events at one instant (the system
-    log files dozens at once): the pages read span a tenth of the window, so about twenty
+    log files dozens at once): the pages read span a tenth of the window, so about ten
     pages lie ahead, not the thousands the burst's zero width would say. The window is cut
-    in pieces of about TARGET_PAGES by the pages' average, not into MAX_PIECES pieces of a
-    request each; a window whose pages span most of it is not cut at all."""
+    in pieces of about TARGET_PAGES by the instants read (the burst one of them), not into
+    MAX_PIECES pieces of a request each; a window whose pages span most of it is not cut at
+    all."""
     ms = 1_000_000
     spread = [n * ms for n in range(100)]  # one a ms over the first 100 ms
     burst = [100 * ms] * 100
@@ -937,9 +939,53 @@ def test_a_burst_at_one_instant_under_the_last_page_is_no_density_to_cut_by(
     pages.append([_event(n, d) for n, d in enumerate(dates[100:], 100)])
     window = Window(0, 950 * ms) if ascending else Window(50 * ms, 1000 * ms)
     children = pieces(window, pages, None, 0, 1000 * ms)
-    # 850 ms ahead at 50 ms a page (200 events over 100 ms): 17 pages, in pieces of about
-    # TARGET_PAGES, and the part read
-    assert len(children) == math.ceil(17 / TARGET_PAGES) + 1, len(children)
+    # 850 ms ahead at about 100 ms a page (101 instants over the 100 ms read, pages of
+    # 100 events: the burst counts once): 8.5 pages, in pieces of about TARGET_PAGES, and
+    # the part read
+    assert len(children) == math.ceil(8.5 / TARGET_PAGES) + 1, len(children)
     assert sum(sum(child.skip.values()) for child in children if child.skip) == 200
     narrow = Window(0, 130 * ms) if ascending else Window(870 * ms, 1000 * ms)
     assert not pieces(narrow, pages, None, 0, 1000 * ms), "a page or so ahead: read on"
+
+
+@pytest.mark.parametrize("ascending", [True, False])
+def test_a_burst_read_just_after_a_pieces_start_counts_its_instants_not_its_events(
+    ascending: bool,
+) -> None:
+    """Two pages read in date order, ten events at each of twenty instants from 10 ms into a
+    window half a second wide (a piece cut just before the sign-ins a nightly run of the
+    system log finds, filed a few at a time, the rest of it quiet up to the run's start):
+    the part read holds twenty instants in 30 ms, a page or so in the 500 ms ahead, not
+    thirty; the window is read on, not cut into pieces of a request each, each cut again
+    (a nightly run took 93 requests for 17 pages)."""
+    ms = 1_000_000
+    dates = [10 * ms + n // 10 * ms for n in range(200)]
+    if not ascending:
+        dates = [530 * ms - d for d in dates]
+    pages = [[_event(n, d) for n, d in enumerate(dates[:100])]]
+    pages.append([_event(n, d) for n, d in enumerate(dates[100:], 100)])
+    assert not pieces(Window(0, 530 * ms), pages, None, 0, 530 * ms)
+
+
+@pytest.mark.parametrize("ascending", [True, False])
+def test_no_piece_is_cut_narrower_than_a_millisecond(ascending: bool) -> None:
+    """Windows 3 ms wide read densely: two pages within the first 20 microseconds, in date
+    order; two pages spread over the window in no order (a sample, the window twice the
+    typical pages). The service keeps instants to the millisecond, so the pieces are at
+    least MIN_WIDTH wide (two or three here), not MAX_PIECES or SAMPLE_PIECES pieces of a few
+    microseconds, most of them empty and each a request; each event read is skipped by the
+    one piece that holds it."""
+    width = 3 * MIN_WIDTH
+    in_order = [n * 100 for n in range(200)]  # 100 ns apart from the start
+    if not ascending:
+        in_order = [width - 1 - d for d in in_order]
+    sample = random.Random(7).sample([n * 15_000 for n in range(200)], 200)
+    for dates in (in_order, sample):
+        pages = [[_event(n, d) for n, d in enumerate(dates[:100])]]
+        pages.append([_event(n, d) for n, d in enumerate(dates[100:], 100)])
+        children = pieces(Window(0, width), pages, 0.5, 0, width)
+        bounds = [(child.start, child.end) for child in children]
+        assert 2 <= len(children) <= 3, bounds
+        assert all(c.start is not None and c.end is not None for c in children)
+        assert all(c.end - c.start >= MIN_WIDTH for c in children), bounds
+        assert sum(sum(c.skip.values()) for c in children if c.skip) == 200
