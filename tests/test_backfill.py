@@ -955,9 +955,9 @@ def test_a_burst_read_just_after_a_pieces_start_counts_its_instants_not_its_even
     """Two pages read in date order, ten events at each of twenty instants from 10 ms into a
     window half a second wide (a piece cut just before the sign-ins a nightly run of the
     system log finds, filed a few at a time, the rest of it quiet up to the run's start):
-    the part read holds twenty instants in 30 ms, a page or so in the 500 ms ahead, not
-    thirty; the window is read on, not cut into pieces of a request each, each cut again
-    (a nightly run took 93 requests for 17 pages)."""
+    the part read holds twenty instants in 30 ms, so three or four pages lie in the 500 ms
+    ahead, not the thirty-five its 200 events would say; the window is read on, not cut into
+    pieces of a request each, each cut again (a nightly run took 93 requests for 17 pages)."""
     ms = 1_000_000
     dates = [10 * ms + n // 10 * ms for n in range(200)]
     if not ascending:
