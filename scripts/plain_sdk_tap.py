@@ -12,10 +12,19 @@ the grant feed's schema, replication on ``date``, the SDK's msgspec writer. It r
 catalog and config Meltano would pass, and writes RECORD and STATE messages to stdout as
 every SDK tap does: what is left is the SDK's per-record path (record messages, stream maps,
 the bookmark, metrics) and the HTTP client's.
+
+    python scripts/plain_sdk_tap.py --floor --config CONFIG --catalog CATALOG
+
+``--floor``: the floor of any SDK tap of the feed (``FloorStream``): each entry written as the
+raw loop writes it (decoded, not reshaped), with no replication key, so nothing but the SDK's
+record path (the message, stream maps, the writer, the record counter) stands between the
+decoded page and stdout. A tap of the feed does this and more; a ratio it cannot reach, no
+tap on the SDK's record path reaches (docs/performance.md).
 """
 
 from __future__ import annotations
 
+import sys
 import typing as t
 from functools import cached_property
 
@@ -25,6 +34,7 @@ from singer_sdk.authenticators import BearerTokenAuthenticator
 from singer_sdk.contrib.msgspec import MsgSpecWriter
 from singer_sdk.helpers.conform import TypeConformanceLevel
 from singer_sdk.pagination import BaseAPIPaginator
+from singer_sdk.singerlib import Catalog
 from singer_sdk.streams import RESTStream
 from typing_extensions import override
 
@@ -50,7 +60,7 @@ class FeedStream(RESTStream[str | None]):
     path = "/api/v1/grants/feed"
     http_method = "POST"
     primary_keys = ("appId", "appEntitlementId", "appUserId", "eventType", "date")
-    replication_key = "date"
+    replication_key: str | None = "date"
     is_sorted = False
     schema = schemas.GRANT_FEED
     TYPE_CONFORMANCE_LEVEL = TypeConformanceLevel.NONE
@@ -99,6 +109,22 @@ class FeedStream(RESTStream[str | None]):
             }
 
 
+class FloorStream(FeedStream):
+    """The feed's entries as decoded, one RECORD each, without a bookmark (``--floor``)."""
+
+    @override
+    def apply_catalog(self, catalog: Catalog) -> None:
+        super().apply_catalog(catalog)
+        # the catalog names the feed's key and method: no bookmark here
+        self.replication_key = None
+        self.forced_replication_method = None
+
+    @override
+    def parse_response(self, response: requests.Response) -> t.Iterable[dict[str, t.Any]]:
+        self.page = response.json()
+        return self.page.get("list") or []
+
+
 class PlainSdkTap(Tap):
     name = "plain-sdk-tap"
     message_writer_class = MsgSpecWriter
@@ -109,5 +135,17 @@ class PlainSdkTap(Tap):
         return [FeedStream(self)]
 
 
+class SdkFloorTap(PlainSdkTap):
+    name = "sdk-floor-tap"
+
+    @override
+    def discover_streams(self) -> list[FeedStream]:
+        return [FloorStream(self)]
+
+
 if __name__ == "__main__":
-    PlainSdkTap.cli()
+    if "--floor" in sys.argv:
+        sys.argv.remove("--floor")
+        SdkFloorTap.cli()
+    else:
+        PlainSdkTap.cli()

@@ -23,7 +23,8 @@ passes: the discovered catalog with only ``grant_feed`` selected, meltano.yml's 
 Beside the tap, a plain SDK tap of the feed (scripts/plain_sdk_tap.py: one ``RESTStream``, the
 SDK's paginator and msgspec writer, none of this tap's windows, retries or conformance, nor
 its savings in the SDK's per-record path), run the same way: what singer-sdk gives a tap
-that does nothing more. And this checkout's tap with one window in flight
+that does nothing more; and its floor (``--floor``: the raw loop's entries, unchanged, through
+the SDK's record path alone, no bookmark): the ratio no tap on that path can reach beyond. And this checkout's tap with one window in flight
 (``max_concurrency`` 1, for the tap alone and in Meltano's run): what its windows in flight
 cost on a server that answers at once (docs/performance.md).
 
@@ -143,7 +144,7 @@ def side_by_side(
         name: with_settings(emulator, workdir, f"ratios{events}-{n}", **settings[name])
         for n, name in enumerate(taps)
     }
-    times: dict[str, list[float]] = {"raw": [], "copy": [], "plain": []}
+    times: dict[str, list[float]] = {"raw": [], "copy": [], "plain": [], "floor": []}
     for name in taps:
         times[f"tap {name}"], times[f"run {name}"] = [], []
     at_once: dict[str, list[str]] = {name: [] for name in taps}
@@ -167,6 +168,7 @@ def side_by_side(
             str(catalog),
         ]
         round_times["plain"] = run(plain)[0]
+        round_times["floor"] = run([*plain, "--floor"])[0]
         schema = warehouse.new_schema("copy")
         url = libpq_url(warehouse.url)
         round_times["copy"] = run(
@@ -212,6 +214,10 @@ def side_by_side(
     report(
         f"  a plain SDK tap (scripts/plain_sdk_tap.py): {median['plain']:.2f} s, "
         f"plain/raw = {median['raw'] / median['plain']:.2f}"
+    )
+    report(
+        f"  the SDK's record path alone (plain_sdk_tap.py --floor): {median['floor']:.2f} s, "
+        f"floor/raw = {median['raw'] / median['floor']:.2f}"
     )
     for name in taps:
         tap_s, run_s = median[f"tap {name}"], median[f"run {name}"]

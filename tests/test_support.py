@@ -37,6 +37,7 @@ from tests.conftest import (
 )
 
 RAW_LOOP = ROOT / "scripts" / "raw_loop.py"
+PLAIN_SDK_TAP = ROOT / "scripts" / "plain_sdk_tap.py"
 LIBPQ_NAMES = {"host": "PGHOST", "port": "PGPORT", "user": "PGUSER", "password": "PGPASSWORD"}
 
 
@@ -156,6 +157,61 @@ def test_the_raw_loop_reads_the_whole_feed(tmp_path: Path) -> None:
         )
         assert int(result.stdout) == len(emulator.dataset.feed_entries())
         assert emulator.stats["token_requests"] == 1
+
+
+def test_the_plain_sdk_tap_and_its_floor_write_every_entry_the_raw_loop_reads(
+    tmp_path: Path,
+) -> None:
+    """The ratios benchmark's two SDK sides (scripts/plain_sdk_tap.py): the plain tap writes
+    each entry with its keys lifted and ends with the feed's bookmark; its floor (``--floor``)
+    writes each entry exactly as the raw loop reads it, and no bookmark."""
+    from raw_loop import pages
+
+    with Emulator(Dataset(**SMALL_DATASET), credential=CREDENTIAL) as emulator:
+        path = tmp_path / "config.json"
+        config = tap_config(emulator)
+        path.write_text(json.dumps(config))
+        entries = [entry for page in pages(config) for entry in page]
+        catalog = tmp_path / "catalog.json"  # as the benchmark passes it: the feed's key named
+        catalog.write_text(
+            subprocess.run(
+                [sys.executable, str(PLAIN_SDK_TAP), "--config", str(path), "--discover"],
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=True,
+            ).stdout
+        )
+        assert json.loads(catalog.read_text())["streams"][0]["replication_key"] == "date"
+        written = {}
+        for side in ("plain", "floor"):
+            flag = ["--floor"] if side == "floor" else []
+            files = ["--config", str(path), "--catalog", str(catalog)]
+            result = subprocess.run(
+                [sys.executable, str(PLAIN_SDK_TAP), *flag, *files],
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=True,
+            )
+            written[side] = [json.loads(line) for line in result.stdout.splitlines()]
+    records = {
+        side: [m["record"] for m in messages if m["type"] == "RECORD"]
+        for side, messages in written.items()
+    }
+    bookmarks = {
+        side: [m["value"] for m in messages if m["type"] == "STATE"]
+        for side, messages in written.items()
+    }
+    assert len(entries) == len(emulator.dataset.feed_entries())
+    assert records["floor"] == entries
+    assert bookmarks["floor"][-1] == {"bookmarks": {"grant_feed": {}}}
+    assert [(r["appId"], r["appUserId"], r["date"], r["feed"]) for r in records["plain"]] == [
+        (e["feed"].get("appId"), e["feed"].get("appUserId"), e["feed"]["date"], e["feed"])
+        for e in entries
+    ]
+    (stream,) = bookmarks["plain"][-1]["bookmarks"].values()
+    assert stream["replication_key"] == "date"
 
 
 def test_the_limit_reads_every_event_once_in_windows_of_equal_counts(tmp_path: Path) -> None:
