@@ -213,18 +213,24 @@ class _Handler(BaseHTTPRequestHandler):
             self.client_address[0],
         )
         with backend.admit(path) as fault:
-            if fault and self._inject(fault):
-                return
-            self._send(200, backend.answer(request))
+            if fault and fault.kind == "slow":
+                time.sleep(fault.delay)
+                fault = None
+            answer = b"" if fault else backend.answer(request)
+        # Written once the request has left the gateway's count: a client that reads this
+        # answer and sends its next request at once (on another connection) must find its
+        # place free, as it would at a real gateway, not a 429 under a limit of one nor a
+        # peak of two for a client that never had two requests out.
+        if fault:
+            self._inject(fault)
+        else:
+            self._send(200, answer)
 
-    def _inject(self, fault: Fault) -> bool:
-        """Apply `fault`; True if the request is fully answered (or dropped)."""
-        if fault.kind == "slow":
-            time.sleep(fault.delay)
-            return False
+    def _inject(self, fault: Fault) -> None:
+        """Answer with `fault` (any kind but "slow", which only delays the real answer)."""
         self.close_connection = fault.kind in ("drop", "truncated")
         if fault.kind == "drop":
-            return True
+            return
         if fault.kind.isdigit() and int(fault.kind) in CANNED:
             headers = {"Retry-After": fault.retry_after} if fault.kind == "429" else None
             err = canned(int(fault.kind), headers)
@@ -238,4 +244,3 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(len(partial) + 4096))
             self.end_headers()
             self.wfile.write(partial)
-        return True

@@ -21,6 +21,7 @@ import requests
 from emulator import Emulator
 from emulator.__main__ import parse_args
 from emulator.feed import ORDER_TAG, ORDERS
+from emulator.service import InFlight
 from emulator.tests.conftest import CRED, FEED, ROOT, login, small_dataset
 from emulator.timefmt import format_ns, to_ns
 
@@ -241,3 +242,27 @@ def test_wide_searches_are_read_from_one_sort_of_the_feed(
         assert list(feed.server_order(lo, hi)) == expected, (lo, hi)
     once = 0 if order in ("near", "none") else 2000 + 150
     assert decoded <= once * 1.1, f"{decoded} events decoded for {len(wide)} wide searches"
+
+
+def test_an_answer_is_written_only_after_its_request_left_the_count(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A serial client on two connections, each request sent the moment the last answer is
+    read, under a limit of one: the gateway must have let go of the first before the client can
+    see its answer. Leaving is slowed here so the order, not the machine's speed, decides (it
+    once let a loaded CI count a serial tap's peak as two)."""
+    leave = InFlight.leave
+
+    def slow_leave(self: InFlight) -> None:
+        time.sleep(0.3)
+        leave(self)
+
+    monkeypatch.setattr(InFlight, "leave", slow_leave)
+    with Emulator(small_dataset(events=300), credential=CRED) as emu:
+        emu.max_in_flight = 1
+        first, second = login(emu), login(emu)
+        statuses = [
+            session.post(emu.url + FEED, json={"pageSize": 10}, timeout=10).status_code
+            for session in (first, second, first)
+        ]
+        assert (statuses, emu.stats["throttled"], emu.stats["peak_in_flight"]) == ([200] * 3, 0, 1)
