@@ -357,28 +357,19 @@ def test_dagster_runs_the_job_on_its_schedule_with_retries(
         "DAGSTER_HOME": str(tmp_path / "dagster"),
         "ACCESSGOV_RETRY_DELAY_SECONDS": "1",
     }
-    python = project / ".meltano" / "orchestrators" / "dagster" / "venv" / "bin" / "python"
-    schedule = subprocess.run(
-        [
-            str(python),
-            "-c",
-            "import datetime, dagster as dg; from definitions import defs\n"
-            "s = defs.resolve_schedule_def('accessgov_nightly')\n"
-            "at = datetime.datetime(2026, 1, 2, tzinfo=datetime.UTC)\n"
-            "with dg.instance_for_test() as instance, dg.build_schedule_context(\n"
-            "    instance=instance, scheduled_execution_time=at\n"
-            ") as context:\n"
-            "    requests = s.evaluate_tick(context).run_requests\n"
-            "print(s.cron_schedule, s.execution_timezone, s.job_name, len(requests))",
-        ],
-        cwd=project / "orchestrate",
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
+    schedule = in_dagster(
+        project,
+        env,
+        "import datetime, dagster as dg; from definitions import defs\n"
+        "s = defs.resolve_schedule_def('accessgov_nightly')\n"
+        "at = datetime.datetime(2026, 1, 2, tzinfo=datetime.UTC)\n"
+        "with dg.instance_for_test() as instance, dg.build_schedule_context(\n"
+        "    instance=instance, scheduled_execution_time=at\n"
+        ") as context:\n"
+        "    requests = s.evaluate_tick(context).run_requests\n"
+        "print(s.cron_schedule, s.execution_timezone, s.job_name, len(requests))",
     )
-    assert schedule.stdout.split() == ["@daily", "UTC", "accessgov", "1"]
+    assert schedule.split() == ["@daily", "UTC", "accessgov", "1"]
 
     e2e_emulator.faults.add(kind="403", path="/api/v1/grants/feed", times=1)
     returncode, output = run_job(project, env, "invoke", "dagster:run", timeout=900)
@@ -386,7 +377,7 @@ def test_dagster_runs_the_job_on_its_schedule_with_retries(
     stored = [p.read_bytes() for p in (tmp_path / "dagster").rglob("*") if p.is_file()]
     assert stored
     assert not [b for b in stored if CREDENTIAL.client_secret.encode() in b]  # EnvVar: not kept
-    assert run_events(python, project, env) == [
+    assert in_dagster(project, env, RUN_EVENTS).split() == [
         "RUN_START",
         "STEP_START",
         "STEP_UP_FOR_RETRY",
@@ -418,17 +409,19 @@ with dg.DagsterInstance.get() as instance:
 """
 
 
-def run_events(python: Path, project: Path, env: dict[str, str]) -> list[str]:
-    """The kinds of event in ``RUN_EVENTS`` of the one run in the instance at DAGSTER_HOME."""
+def in_dagster(project: Path, env: dict[str, str], code: str) -> str:
+    """What ``code`` prints, run by the Python of the project's `dagster` plugin in its
+    orchestrate/ directory (the definitions importable), with ``env`` (DAGSTER_HOME)."""
+    python = project / ".meltano" / "orchestrators" / "dagster" / "venv" / "bin" / "python"
     return subprocess.run(
-        [str(python), "-c", RUN_EVENTS],
+        [str(python), "-c", code],
         cwd=project / "orchestrate",
         env=env,
         capture_output=True,
         text=True,
         timeout=120,
         check=True,
-    ).stdout.split()
+    ).stdout
 
 
 ONE_AT_A_TIME = """
