@@ -409,19 +409,24 @@ with dg.DagsterInstance.get() as instance:
 """
 
 
-def in_dagster(project: Path, env: dict[str, str], code: str) -> str:
-    """What ``code`` prints, run by the Python of the project's `dagster` plugin in its
-    orchestrate/ directory (the definitions importable), with ``env`` (DAGSTER_HOME)."""
+def in_dagster(
+    project: Path, env: dict[str, str], code: str, *args: str, timeout: float = 120
+) -> str:
+    """What ``code`` prints, run with ``args`` by the Python of the project's `dagster` plugin
+    in its orchestrate/ directory (the definitions importable), with ``env`` (DAGSTER_HOME);
+    a failure shows the end of what it wrote to stderr."""
     python = project / ".meltano" / "orchestrators" / "dagster" / "venv" / "bin" / "python"
-    return subprocess.run(
-        [str(python), "-c", code],
+    result = subprocess.run(
+        [str(python), "-c", code, *args],
         cwd=project / "orchestrate",
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
-        check=True,
-    ).stdout
+        timeout=timeout,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    return result.stdout
 
 
 ONE_AT_A_TIME = """
@@ -457,23 +462,19 @@ def test_dagster_holds_the_job_to_one_run_at_a_time(meltano_plugins: None, tmp_p
     fake_meltano = tmp_path / "meltano"
     fake_meltano.write_text(f'#!/bin/sh\necho "$@" >> {calls}\n')
     fake_meltano.chmod(0o755)
-    python = ROOT / ".meltano" / "orchestrators" / "dagster" / "venv" / "bin" / "python"
-    result = subprocess.run(
-        [str(python), "-c", ONE_AT_A_TIME, str(fake_meltano)],
-        cwd=ROOT / "orchestrate",
-        env={
+    printed = in_dagster(
+        ROOT,
+        {
             **os.environ,
             "PYTHONPATH": str(ROOT / "orchestrate"),
             "DAGSTER_HOME": str(tmp_path),
             "ACCESSGOV_RETRY_DELAY_SECONDS": "0.01",
         },
-        capture_output=True,
-        text=True,
+        ONE_AT_A_TIME,
+        str(fake_meltano),
         timeout=300,
-        check=False,
     )
-    assert result.returncode == 0, result.stderr[-4000:]
-    outcome = json.loads(result.stdout.splitlines()[-1])
+    outcome = json.loads(printed.splitlines()[-1])
     assert outcome["STARTED"] == [0, "run earlier of the job accessgov is still in progress", False]
     assert outcome["SUCCESS"] == [1, None, True]
     assert calls.read_text().splitlines() == ["run accessgov"]  # the second case only
