@@ -19,10 +19,11 @@ query), so the run needs more windows than workers at all times:
   density of the last one, over what is left ahead of the reading, estimates the rest;
   pages in no date order are a sample of the window's dates, and their quantiles say where
   to cut it into pieces of equal counts. A large window is cut into pieces read in its
-  place; the pages read are delivered as read, and the pieces skip exactly those events
-  when they meet them again (a multiset of the primary keys of at most
-  ``SPLIT_WITHIN_PAGES`` pages). Whatever the estimate says, the pieces tile the window, so
-  it only decides speed.
+  place, while more than one window is read at once (pieces read one after another would
+  cost requests for nothing: each ends on a part page of its own); the pages read are
+  delivered as read, and the pieces skip exactly those events when they meet them again (a
+  multiset of the primary keys of at most ``SPLIT_WITHIN_PAGES`` pages). Whatever the
+  estimate says, the pieces tile the window, so it only decides speed.
 - **Resume**: a STATE is written as each window completes, with the completed windows beside
   the bookmark (``backfill``, see ``Backfill``); a rerun from it reads only what was not
   complete. The final STATE of a completed sync is the plain bookmark.
@@ -585,7 +586,11 @@ class WindowReader:
                 yield "records", page
                 if len(read) < SPLIT_WITHIN_PAGES:
                     read.append(page)
-                    if children := self._split(window, read, read_dates, self.typical_pages):
+                    # Pieces pay only where several are read at once; one window at a
+                    # time reads the same events in fewer requests unsplit.
+                    if self.in_flight.allowed > 1 and (
+                        children := self._split(window, read, read_dates, self.typical_pages)
+                    ):
                         yield "split", children
                         return
                 page = []
