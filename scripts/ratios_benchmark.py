@@ -25,9 +25,10 @@ Beside the tap, a plain SDK tap of the feed (scripts/plain_sdk_tap.py: one ``RES
 SDK's paginator and msgspec writer, none of this tap's windows, retries or conformance, nor
 its savings in the SDK's per-record path), run the same way: what singer-sdk gives a tap
 that does nothing more; and its floor (``--floor``: the raw loop's entries, unchanged, through
-the SDK's record path alone, no bookmark): the ratio no tap on that path can reach beyond. And this checkout's tap with one window in flight
-(``max_concurrency`` 1, for the tap alone and in Meltano's run): what its windows in flight
-cost on a server that answers at once (docs/performance.md).
+the SDK's record path alone, no bookmark, no selection pass): the ratio no tap on that path
+can reach beyond. And this checkout's tap with one window in flight (``max_concurrency`` 1,
+for the tap alone and in Meltano's run): what its windows in flight cost on a server that
+answers at once (docs/performance.md).
 
 ``--baseline REV`` also runs another revision's tap (its ``tap_accessgov`` package from git,
 first on PYTHONPATH, for the tap alone and inside Meltano's run; everything else is this
