@@ -25,7 +25,6 @@ tap on the SDK's record path reaches (docs/performance.md).
 
 from __future__ import annotations
 
-import datetime
 import sys
 import typing as t
 from functools import cached_property
@@ -42,6 +41,7 @@ from typing_extensions import override
 
 import raw_loop  # the baseline client's token request (scripts/ is this script's directory)
 from tap_accessgov import schemas
+from tap_accessgov.output import record_messages
 
 
 class TokenInBody(BaseAPIPaginator[str | None]):
@@ -132,18 +132,9 @@ class FloorStream(FeedStream):
         self, record: dict[str, t.Any]
     ) -> t.Generator[RecordMessage, None, None]:
         """The SDK's RECORD messages without its selection pass, which the tap skips too
-        where every property is selected (TapStream's override; the catalog here selects
-        all): a floor that kept it would hold the tap to a cost the tap does not pay."""
-        extracted = datetime.datetime.now(datetime.UTC)
-        for stream_map in self.stream_maps:
-            mapped = stream_map.transform(record)
-            if mapped is not None:
-                yield RecordMessage(
-                    stream=stream_map.stream_alias,
-                    record=mapped,
-                    version=self._stream_version,
-                    time_extracted=extracted,
-                )
+        where every property is selected (the same function): a floor that kept it would
+        hold the tap to a cost the tap does not pay. The catalog here selects all."""
+        return record_messages(self, record)
 
 
 class PlainSdkTap(Tap):

@@ -4,6 +4,7 @@ reported as such."""
 
 from __future__ import annotations
 
+import datetime
 import sys
 import time
 import typing as t
@@ -11,17 +12,36 @@ import typing as t
 import msgspec
 from singer_sdk.contrib.msgspec import MsgSpecWriter, serialize_jsonl
 from singer_sdk.helpers._state import StateWriter as SdkStateWriter  # the fifth bend: tap.py
-from singer_sdk.singerlib import StateMessage
+from singer_sdk.singerlib import RecordMessage, StateMessage
 from singer_sdk.singerlib.encoding.base import SingerMessageType
 from typing_extensions import override
 
 if t.TYPE_CHECKING:
-    from singer_sdk.helpers.types import TapState
+    from singer_sdk.helpers.types import Record, TapState
     from singer_sdk.singerlib import Message
+    from singer_sdk.streams import Stream
 
 # Records collected before they are written: the size of a Linux pipe's buffer, so a loader
 # (Meltano, the target) wakes up once per chunk of about a hundred records, not per record.
 CHUNK_BYTES = 64 * 1024
+
+
+def record_messages(stream: Stream, record: Record) -> t.Generator[RecordMessage, None, None]:
+    """The SDK's RECORD messages of ``stream``'s ``record`` without its selection pass, for a
+    catalog that selects every property (``TapStream._generate_record_messages``; the
+    benchmarks' floor, scripts/plain_sdk_tap.py): the rest is the SDK's (0.54, 0.55), step
+    for step: stream maps, the stream's version (a private: no public hook between
+    ``post_process`` and the message), the extraction time."""
+    extracted = datetime.datetime.now(datetime.UTC)
+    for stream_map in stream.stream_maps:
+        mapped = stream_map.transform(record)
+        if mapped is not None:
+            yield RecordMessage(
+                stream=stream_map.stream_alias,
+                record=mapped,
+                version=stream._stream_version,
+                time_extracted=extracted,
+            )
 
 
 class OutputClosedError(BaseException):

@@ -27,7 +27,8 @@ Where the tap bends singer-sdk (0.54, and 0.55's pre-releases), each in one plac
    the parsed body to the hooks that read it.
 4. ``TapStream._generate_record_messages`` (streams/base.py), a private of the SDK, is
    overridden: where the catalog selects every property, a record's messages are made
-   without the SDK's selection pass, which copies and walks every record to remove nothing;
+   without the SDK's selection pass, which copies and walks every record to remove nothing
+   (``output.record_messages``, which reads the stream's private ``_stream_version``);
    otherwise it is the SDK's own. Why: the SDK has no hook between ``post_process`` and the
    message. Would go with an SDK that skips the pass when nothing is deselected.
 5. The tap's state writer, the SDK's private ``Tap._state_writer``, is the tap's own

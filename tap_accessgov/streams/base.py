@@ -12,7 +12,6 @@ and its class in ``STREAM_TYPES`` (``__init__.py``) makes it one of the tap's st
 
 from __future__ import annotations
 
-import datetime
 import logging
 import threading
 import time
@@ -29,7 +28,7 @@ from typing_extensions import override
 from tap_accessgov import USER_AGENT
 from tap_accessgov.conformance import RecordConformance
 from tap_accessgov.interrupt import InterruptibleAdapter, interruptible
-from tap_accessgov.output import OutputClosedError, OutputWriter
+from tap_accessgov.output import OutputClosedError, OutputWriter, record_messages
 from tap_accessgov.paging import NextPageTokenPaginator, Page, page_body
 from tap_accessgov.progress import ProgressReportingStream
 from tap_accessgov.request_budget import RequestBudget, SyncStopped
@@ -184,28 +183,18 @@ class TapStream(ProgressReportingStream, SnapshotStream):
     @override
     def _generate_record_messages(self, record: Record) -> t.Generator[RecordMessage, None, None]:
         """The SDK's RECORD messages of ``record``, without its selection pass where the
-        catalog selects every property: the pass copies and walks every record, nested
-        objects included, to remove nothing (in a profile, about a tenth of an in-process
-        sync's CPU; docs/performance.md). Where a property is deselected, the SDK's own.
+        catalog selects every property (output.record_messages): the pass copies and walks
+        every record, nested objects included, to remove nothing (in a profile, about a
+        tenth of an in-process sync's CPU; docs/performance.md). Where a property is
+        deselected, the SDK's own.
 
         A private of the SDK (0.54, 0.55): it has no public hook between ``post_process``
         and the message, and this is the one place the tap overrides it (the fourth bend
-        listed in tap.py). The rest is the SDK's, step for step (its type conformance is NONE
-        here, a no-op): stream maps, the stream's version, the extraction time. tests/test_output.py compares both paths'
-        messages for every stream."""
+        listed in tap.py). tests/test_output.py compares both paths' messages for every
+        stream."""
         if not self.selects_every_property:
-            yield from super()._generate_record_messages(record)
-            return
-        extracted = datetime.datetime.now(datetime.UTC)
-        for stream_map in self.stream_maps:
-            mapped = stream_map.transform(record)
-            if mapped is not None:
-                yield RecordMessage(
-                    stream=stream_map.stream_alias,
-                    record=mapped,
-                    version=self._stream_version,
-                    time_extracted=extracted,
-                )
+            return super()._generate_record_messages(record)
+        return record_messages(self, record)
 
     def warn_once(self, message: str) -> None:
         """Log ``message`` at WARNING the first time this run, not again: a record the
