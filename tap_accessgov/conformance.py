@@ -58,7 +58,10 @@ class DateTime:
 
 
 _DECIMAL = re.compile(r"-?\d+")
-_RFC3339 = re.compile(r"\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d:\d\d(?:\.\d+)?(?:[Zz]|[+-]\d\d:\d\d)")
+# ASCII digits: a pattern's \d matches any Unicode digit, which no loader parses as a date.
+_RFC3339 = re.compile(
+    r"\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d:\d\d(?:\.\d+)?(?:[Zz]|[+-]\d\d:\d\d)", re.ASCII
+)
 _IS_RFC3339 = _RFC3339.fullmatch
 _JSON_TYPES = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
 

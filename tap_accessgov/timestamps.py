@@ -10,8 +10,9 @@ from __future__ import annotations
 import datetime
 import re
 
+# ASCII digits: a pattern's \d matches any Unicode digit, which no loader parses as a date.
 _RFC3339 = re.compile(
-    r"^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?([Zz]|[+-]\d{2}:\d{2})$"
+    r"^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?([Zz]|[+-]\d{2}:\d{2})$", re.ASCII
 )
 
 

@@ -16,6 +16,7 @@ from emulator import Dataset, Emulator
 from emulator.shapes import SHAPES
 from tap_accessgov.conformance import RecordConformance
 from tap_accessgov.schemas import APP, USER
+from tap_accessgov.timestamps import normalize_timestamp
 from tests.conftest import CREDENTIAL, SMALL_DATASET, STREAMS, SyncResult, sync, tap_config
 
 SAID_ONCE = "said once per run"
@@ -171,3 +172,16 @@ def test_nested_values_are_fitted_where_they_are(caplog: pytest.LogCaptureFixtur
         "users.jobTitleSources: an item does not fit: the whole array dropped",
         "users.jobTitleSources[]: sent a string where the schema says object: dropped",
     ]
+
+
+def test_a_date_time_in_digits_other_than_ascii_fits_nothing() -> None:
+    """RFC 3339 writes ASCII digits; a pattern's ``\\d`` matches any Unicode digit (fullwidth,
+    Arabic-Indic...), which a loader's date parser rejects. Such a value is dropped like any
+    other misfit, and is no timestamp the tap reads (a feed date, a bookmark, a setting)."""
+    fullwidth_year = "\uff12\uff10\uff12\uff16-01-02T03:04:05Z"
+    arabic_indic_fraction = "2026-01-02T03:04:05.\u0661\u0662\u0663Z"
+    conformance = RecordConformance(APP, logging.getLogger("test"), "apps")
+    for value in (fullwidth_year, arabic_indic_fraction):
+        assert conformance.apply({"id": "a", "createdAt": value}) == {"id": "a"}
+        with pytest.raises(ValueError, match="Invalid isoformat"):
+            normalize_timestamp(value)
