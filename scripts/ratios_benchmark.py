@@ -43,6 +43,7 @@ and the ratios fall with the load.
 from __future__ import annotations
 
 import collections
+import contextlib
 import datetime
 import os
 import re
@@ -66,6 +67,7 @@ from support import ROOT, Warehouse, install_plugins, libpq_url
 
 if t.TYPE_CHECKING:
     import argparse
+    from collections.abc import Iterator
 
     from support import EmulatorProcess
 
@@ -134,6 +136,16 @@ def answers_built(emulator: EmulatorProcess) -> int:
     return int(emulator.control("stats")["frozen_answers_built"])
 
 
+@contextlib.contextmanager
+def counted(
+    emulator: EmulatorProcess, built: collections.Counter[str], side: str
+) -> Iterator[None]:
+    """Count into ``built[side]`` the answers the emulator builds inside the block."""
+    before = answers_built(emulator)
+    yield
+    built[side] += answers_built(emulator) - before
+
+
 def warm_up(emulator: EmulatorProcess, command: list[str], env: dict[str, str]) -> int:
     """Runs of a tap alone, untimed, until one builds no answer (at most ``MAX_WARM_UPS``):
     how many it took. A tap splits its windows only while it reads several at once, and it
@@ -187,15 +199,14 @@ def side_by_side(
     for timed in [False] + [True] * rounds:
         round_times: dict[str, float] = {}
         new: collections.Counter[str] = collections.Counter()  # answers built, by side
-        before = answers_built(emulator)
-        round_times["raw"] = run(raw_loop(emulator.config_path))[0]
-        new["raw"] = answers_built(emulator) - before
+        with counted(emulator, new, "raw"):
+            round_times["raw"] = run(raw_loop(emulator.config_path))[0]
         for name, tap in taps.items():
             command = tap_command(configs[name], catalog)
             log = workdir / "tap.log"
-            before = answers_built(emulator)
-            round_times[f"tap {name}"] = run(command, env={**os.environ, **tap.env}, log=log)[0]
-            new[f"tap {name}"] = answers_built(emulator) - before
+            with counted(emulator, new, f"tap {name}"):
+                env = {**os.environ, **tap.env}
+                round_times[f"tap {name}"] = run(command, env=env, log=log)[0]
             if timed:
                 at_once[name].append(ranges_at_once(log))
         plain = [
@@ -206,34 +217,28 @@ def side_by_side(
             "--catalog",
             str(catalog),
         ]
-        before = answers_built(emulator)
-        round_times["plain"] = run(plain)[0]
-        round_times["floor"] = run([*plain, "--floor"])[0]
-        new["plain, floor"] = answers_built(emulator) - before
+        with counted(emulator, new, "plain, floor"):
+            round_times["plain"] = run(plain)[0]
+            round_times["floor"] = run([*plain, "--floor"])[0]
         schema = warehouse.new_schema("copy")
         url = libpq_url(warehouse.url)
-        before = answers_built(emulator)
         copy_command = raw_loop(emulator.config_path, "--copy", url, f"{schema}.grant_feed")
-        round_times["copy"] = run(copy_command)[0]
-        new["copy"] = answers_built(emulator) - before
+        with counted(emulator, new, "copy"):
+            round_times["copy"] = run(copy_command)[0]
         loaded = {"raw fetch+COPY": warehouse.rows(f"{schema}.grant_feed")}
         warehouse.drop(schema)
         for name, tap in taps.items():
             schema = warehouse.new_schema("run")
-            before = answers_built(emulator)
-            seconds, _ = meltano_run(
-                {
-                    **meltano_env(emulator, schema, workdir),
-                    **{
-                        f"TAP_ACCESSGOV_{key.upper()}": str(value)
-                        for key, value in settings[name].items()
-                    },
-                    **tap.env,
+            env = {
+                **meltano_env(emulator, schema, workdir),
+                **{
+                    f"TAP_ACCESSGOV_{key.upper()}": str(value)
+                    for key, value in settings[name].items()
                 },
-                workdir / "meltano.log",
-            )
-            round_times[f"run {name}"] = seconds
-            new[f"run {name}"] = answers_built(emulator) - before
+                **tap.env,
+            }
+            with counted(emulator, new, f"run {name}"):
+                round_times[f"run {name}"], _ = meltano_run(env, workdir / "meltano.log")
             loaded[f"meltano run ({name})"] = warehouse.rows(f"{schema}.grant_feed")
             warehouse.drop(schema)
         if wrong := {side: rows for side, rows in loaded.items() if rows != events}:
@@ -281,9 +286,9 @@ def side_by_side(
         )
         if any(ranges != "-" for ranges in at_once[name]):  # not read as one query
             report(f"    time ranges read at once at most, tap alone: {', '.join(at_once[name])}")
-        if alone := built_in_timed[f"tap {name}"] + built_in_timed[f"run {name}"]:
+        if asked := built_in_timed[f"tap {name}"] + built_in_timed[f"run {name}"]:
             report(
-                f"    answers built in its timed runs: {alone:,} (tap alone "
+                f"    answers built in its timed runs: {asked:,} (tap alone "
                 f"{built_in_timed[f'tap {name}']:,}, meltano run {built_in_timed[f'run {name}']:,}"
                 "): its windows grew under load and it asked pieces no earlier run had"
             )
