@@ -96,10 +96,13 @@ def feed_only(config: dict[str, t.Any]) -> dict[str, t.Any]:
 
 
 class Bodies:
-    """Every grant feed request body a tap sends (a requests response hook: public API)."""
+    """Every grant feed request body a tap sends (a requests response hook: public API), and
+    whether each query's last page had a next page (``more``, by after, before and page
+    size): a query left with one was abandoned, as a window split into pieces is."""
 
     def __init__(self, tap: TapAccessGov) -> None:
         self.sent: list[dict[str, t.Any]] = []
+        self.more: dict[tuple[t.Any, ...], bool] = {}
         self._lock = threading.Lock()
         tap.streams["grant_feed"].requests_session.hooks["response"].append(self._hook)  # type: ignore[attr-defined]
 
@@ -110,8 +113,11 @@ class Bodies:
 
     def _hook(self, response: requests.Response, *args: t.Any, **kwargs: t.Any) -> None:
         if response.request.path_url == FEED and response.request.body:
+            body = json.loads(response.request.body)
+            query = (body.get("after"), body.get("before"), body.get("pageSize"))
             with self._lock:
-                self.sent.append(json.loads(response.request.body))
+                self.sent.append(body)
+                self.more[query] = bool(response.json().get("nextPageToken"))
 
 
 @dataclass(frozen=True)
@@ -704,21 +710,6 @@ def test_every_order_is_delivered_exactly_once_and_resumes_from_any_state(
     assert delivered(resumed.records["grant_feed"]) == rest
 
 
-class LastPages:
-    """Whether each grant feed query's last page had a next page (a requests response hook):
-    a query left with one was abandoned, as a window split into pieces is."""
-
-    def __init__(self, tap: TapAccessGov) -> None:
-        self.more: dict[tuple[t.Any, ...], bool] = {}
-        tap.streams["grant_feed"].requests_session.hooks["response"].append(self._hook)  # type: ignore[attr-defined]
-
-    def _hook(self, response: requests.Response, *args: t.Any, **kwargs: t.Any) -> None:
-        if response.request.path_url == FEED and response.request.body:
-            body = json.loads(response.request.body)
-            query = (body.get("after"), body.get("before"), body.get("pageSize"))
-            self.more[query] = bool(response.json().get("nextPageToken"))
-
-
 def test_one_window_at_a_time_reads_each_window_to_its_end_unsplit(
     ordered: Emulator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -733,16 +724,16 @@ def test_one_window_at_a_time_reads_each_window_to_its_end_unsplit(
     monkeypatch.setattr(InFlight, "WAITING", 0.0)  # never found waiting: one window at a time
     config = feed_config(ordered)
     tap = TapAccessGov(config=config, catalog=feed_only(config), parse_env_config=False)
-    last_pages = LastPages(tap)
+    bodies = Bodies(tap)
     result = sync(config, tap=tap)
     assert delivered(result.records["grant_feed"]) == truth(
         ordered.dataset, after=config["start_date"]
     )
-    abandoned = [query for query, more in last_pages.more.items() if more]
+    abandoned = [query for query, more in bodies.more.items() if more]
     sample = (normalize_timestamp(config["start_date"]), None, 100)
     probes = [query for query in abandoned if query[2] == 10]
     assert sorted(abandoned, key=str) == sorted([sample, *probes], key=str)
-    assert len(last_pages.more) > 8, "read in windows"
+    assert len(bodies.more) > 8, "read in windows"
 
 
 def test_a_dense_window_of_an_unordered_feed_is_cut_at_its_dates_quantiles() -> None:
