@@ -403,8 +403,6 @@ def run_demo(
     # Only the plugins of this pipeline: meltano.yml also declares dbt-spark (a JVM and ~500 MB).
     plugins = dict.fromkeys(step.split(":")[0] for step in pipeline)
     meltano("install", *plugins, env=env, log="meltano-install.log")
-    # the models' package (transform/packages.yml), as `dbt deps` installs any project's
-    meltano("invoke", f"{pipeline[-1].split(':')[0]}:deps", env=env, log="dbt-deps.log")
     meltano("run", "--full-refresh", *pipeline, env=env, log="run-1.log")
     first = answers(database, "After the first run", as_of)
 

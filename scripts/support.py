@@ -167,14 +167,10 @@ class EmulatorProcess:
 def install_plugins(*plugin: str, installed: bool = False) -> None:
     """``meltano install`` of meltano.yml's plugins (all, or e.g. ``"loader", "target-postgres"``)
     as a user's lays them out, quick when they are already there: a fresh checkout has none
-    (``installed``: all of them are, installed by the caller). All of them: then also the
-    models' package (transform/packages.yml, ``dbt deps``), as after any dbt project's
-    checkout, unless it is there already: deps replaces the package's link, which a dbt run
-    of another process (a test worker) may be reading. A failure ends with the tail of
-    Meltano's output."""
-    package = (ROOT / "transform" / "dbt_packages" / "accessgov" / "dbt_project.yml").exists()
-    deps = [] if plugin or package else [["invoke", "dbt-duckdb:deps"]]
-    commands = [*([] if installed else [["install", *plugin]]), *deps]
+    (``installed``: all of them are, installed by the caller, and nothing is run). Nothing
+    else: the dbt utilities run the models' package in place (meltano.yml). A failure ends
+    with the tail of Meltano's output."""
+    commands = [] if installed else [["install", *plugin]]
     for command in commands:
         result = subprocess.run(
             [str(BIN / "meltano"), *command],

@@ -181,8 +181,8 @@ def meltano_plugins() -> None:
 
     Under ``python3 tasks.py test``, which installs them itself while the linters and the
     first tests run, only the end of that install (the file ``ACCESSGOV_PLUGINS_INSTALL_DONE``
-    names holds its exit status once it has ended), then the models' package: no second
-    ``meltano install`` while tests run, since installing the extractor (this checkout,
+    names holds its exit status once it has ended): no second ``meltano install`` while
+    tests run, since installing the extractor (this checkout,
     editable) rewrites the checkout's package metadata, which the tests' processes read."""
     done = os.environ.get("ACCESSGOV_PLUGINS_INSTALL_DONE")
     if done:

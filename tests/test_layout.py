@@ -1,6 +1,6 @@
 """The layout stays readable: the package and the emulator each import their modules without a
 circle (type-only imports included, since a reader follows those too) and neither imports the
-other; the dbt project (transform/) writes each shared rule once, in a documented macro."""
+other; the models (the dbt package dbt_accessgov/) write each shared rule once, in a documented macro."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("tap_accessgov", "emulator")
-TRANSFORM = ROOT / "dbt_accessgov"  # the models' package (transform/ installs it)
+TRANSFORM = ROOT / "dbt_accessgov"  # the models' package (the dbt utilities run it in place)
 
 
 def modules_of(package: str) -> list[Path]:
@@ -123,7 +123,7 @@ def test_the_dbt_project_uses_the_current_data_tests_key() -> None:
 
 
 def sql_files() -> dict[str, str]:
-    """Every model, macro and generic test of the dbt project, by path within transform/."""
+    """Every model, macro and generic test of the models' package, by path within it."""
     return {
         path.relative_to(TRANSFORM).as_posix(): path.read_text()
         for folder in ("models", "macros", "tests")

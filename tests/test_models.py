@@ -1,4 +1,4 @@
-"""The access-history models (transform/) end to end, on every engine: the emulator, Meltano
+"""The access-history models (dbt_accessgov/) end to end, on every engine: the emulator, Meltano
 loading it, dbt building the models, and every model compared row for row with the
 emulator's own ground truth (emulator/lifecycle.py applied to its history); then new events,
 an incremental run, a second build, and the same comparisons again.

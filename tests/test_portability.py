@@ -28,7 +28,6 @@ from sqlglot import exp
 
 from tests.conftest import ROOT, meltano
 
-TRANSFORM = ROOT / "transform"
 PACKAGE = ROOT / "dbt_accessgov"  # the models, macros and tests (transform/ installs it)
 # One worker compiles the package once (compiled_with_probes) for every test here: spread
 # over the workers, each compiled it again.
@@ -128,16 +127,11 @@ PROBES = {
 
 @pytest.fixture(scope="module")
 def compiled_with_probes(meltano_plugins: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A copy of the models' package with the probe models, installed in a copy of transform/
-    and compiled on DuckDB; the package's directory."""
+    """A copy of the models' package with the probe models, compiled on DuckDB by the
+    dbt-duckdb utility (the copy its project); the package's directory."""
     work = tmp_path_factory.mktemp("portability")
     project = work / "dbt_accessgov"
     shutil.copytree(PACKAGE, project, ignore=shutil.ignore_patterns("target", "logs"))
-    shutil.copytree(
-        TRANSFORM,
-        work / "transform",
-        ignore=shutil.ignore_patterns("target", "logs", "dbt_packages"),
-    )
     for name, sql in PROBES.items():
         (project / "models" / name).write_text(sql)
     # A history model compiles to its full SQL only where its stream was loaded (an absent
@@ -150,13 +144,12 @@ def compiled_with_probes(meltano_plugins: None, tmp_path_factory: pytest.TempPat
         "MELTANO_SEND_ANONYMOUS_USAGE_STATS": "false",
         "MELTANO_DATABASE_URI": f"sqlite:///{work / 'meltano.db'}",
         # the dbt-duckdb utility's settings (meltano.yml)
-        "DBT_DUCKDB_PROJECT_DIR": str(work / "transform"),
+        "DBT_DUCKDB_PROJECT_DIR": str(project),
         "DBT_DUCKDB_TARGET_PATH": str(work / "target"),
         "DBT_DUCKDB_LOG_PATH": str(work / "logs"),
         "DBT_DUCKDB_DATABASE_PATH": str(work / "compile.duckdb"),
         "DBT_DUCKDB_JSONL_DIR": str(work / "jsonl"),
     }
-    meltano("invoke", "dbt-duckdb", "deps", env=env)
     meltano("invoke", "dbt-duckdb", "compile", env=env)
     return project
 

@@ -61,11 +61,8 @@ def fresh_copy(directory: Path) -> Path:
         shutil.copytree(
             ROOT / tree,
             directory / tree,
-            ignore=shutil.ignore_patterns("target", "logs", "dbt_packages", "__pycache__"),
+            ignore=shutil.ignore_patterns("target", "logs", "__pycache__"),
         )
-    # the models' package as the image's `meltano invoke dbt-postgres:deps` installs it
-    (directory / "transform" / "dbt_packages").mkdir()
-    (directory / "transform" / "dbt_packages" / "accessgov").symlink_to(directory / "dbt_accessgov")
     (directory / ".meltano").mkdir()
     for kind in PLUGIN_KINDS:
         (directory / ".meltano" / kind).symlink_to(ROOT / ".meltano" / kind)
