@@ -12,18 +12,22 @@ What is installed is ``requirements/dev.txt``: every package at the exact versio
 checked against its recorded hashes, so a fresh clone next year installs what CI ran.
 
     python3 tasks.py lock   # re-resolve requirements/dev.txt after changing pyproject.toml
+    python3 tasks.py release X.Y.Z  # the version everywhere it is named, committed and tagged
     python3 tasks.py build  # the sdist and the wheel in dist/, checked (CHANGELOG.md: versions)
 """
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
 import threading
 import time
+import tomllib
 import venv
 from pathlib import Path
 
@@ -311,7 +315,115 @@ WITH_THE_SDK = (
 )
 
 
-# ----- the release: sdist and wheel ----------------------------------------------------------
+# ----- the release: the version, then sdist and wheel --------------------------------------------
+
+# Where a release is named besides pyproject.toml (the one place that holds the number): each
+# file and the pattern of its mentions, whose group 1 is the version. `release` rewrites them,
+# tests/test_release.py holds them equal. CHANGELOG.md's sections and hub/tap-accessgov.yml
+# (generated: scripts/plugin_definition.py) are written by `release` on their own terms.
+VERSION_MENTIONS = {
+    "dbt_accessgov/dbt_project.yml": r'^version: "(\d+\.\d+\.\d+)"$',
+    # a release's files on GitHub (the plugin definition) and its tag (the dbt package)
+    "README.md": r"(?:/v|revision: v)(\d+\.\d+\.\d+)\b",
+    "dbt_accessgov/README.md": r"(?:/v|revision: v)(\d+\.\d+\.\d+)\b",
+}
+CHANGELOG_SECTION = re.compile(r"^## \[(\d+\.\d+\.\d+)\] - (\d{4}-\d{2}-\d{2})$", re.M)
+
+
+def package_version(root: Path = ROOT) -> str:
+    """The version pyproject.toml holds: what every build of the checkout is, tags or not."""
+    return str(tomllib.loads((root / "pyproject.toml").read_text())["project"]["version"])
+
+
+def released_versions(root: Path = ROOT) -> list[str]:
+    """CHANGELOG.md's released versions, newest first (its ``## [X.Y.Z] - date`` sections)."""
+    return [
+        version for version, _ in CHANGELOG_SECTION.findall((root / "CHANGELOG.md").read_text())
+    ]
+
+
+def release(extra: list[str]) -> None:
+    """``python3 tasks.py release X.Y.Z``: the release of the work tree as it is committed."""
+    if len(extra) != 1:
+        sys.exit("usage: python3 tasks.py release X.Y.Z")
+    try:
+        make_release(ROOT, extra[0])
+    except ValueError as exc:
+        sys.exit(f"release: {exc}")
+    print(
+        f"Released {extra[0]} as the tag v{extra[0]}. Then: python3 tasks.py build, "
+        "twine upload dist/*, git push --follow-tags (docs/development.md, Releasing)."
+    )
+
+
+def make_release(root: Path, version: str) -> None:
+    """The version named in every file that names it (``write_release``), committed as a
+    commit of its own and tagged ``vX.Y.Z``, in the git checkout ``root``, which must have no
+    uncommitted changes."""
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", *args], cwd=root, capture_output=True, text=True, check=True
+        ).stdout
+
+    if git("status", "--porcelain", "--untracked-files=no"):
+        raise ValueError("commit or stash the changes first: a release is a commit of its own")
+    changed = write_release(root, version, datetime.datetime.now(datetime.UTC).date())
+    git("commit", "--quiet", "-m", f"Release {version}", *map(str, changed))
+    git("tag", "-a", f"v{version}", "-m", f"tap-accessgov {version}")
+
+
+def write_release(root: Path, version: str, date: datetime.date) -> list[Path]:
+    """Name ``version`` as the release in every file of ``root`` that names one: pyproject.toml,
+    CHANGELOG.md (the Unreleased entries become the version's section, dated ``date``, with
+    its link), the plugin definition (regenerated: its pip_url installs the release) and
+    ``VERSION_MENTIONS``. Refuses a version not above the last release, or nothing to release.
+    Returns the files written."""
+    if not re.fullmatch(r"\d+\.\d+\.\d+", version):
+        raise ValueError(f"{version!r} is not a version X.Y.Z")
+    current = package_version(root)
+    if tuple(map(int, version.split("."))) <= tuple(map(int, current.split("."))):
+        raise ValueError(f"{version} is not above the current version, {current}")
+    changelog = root / "CHANGELOG.md"
+    text = changelog.read_text()
+    unreleased = re.search(r"^## \[Unreleased\]\n(.*?)(?=^## \[)", text, re.M | re.S)
+    if unreleased is None or not re.search(r"^### ", unreleased[1], re.M):
+        raise ValueError("CHANGELOG.md says nothing under [Unreleased]: nothing to release")
+    repository = "https://github.com/accessgov/tap-accessgov"
+    text = text.replace(
+        "## [Unreleased]\n", f"## [Unreleased]\n\n## [{version}] - {date.isoformat()}\n", 1
+    ).replace(
+        f"[Unreleased]: {repository}/compare/v{current}...HEAD\n",
+        f"[Unreleased]: {repository}/compare/v{version}...HEAD\n"
+        f"[{version}]: {repository}/compare/v{current}...v{version}\n",
+    )
+    changelog.write_text(text)
+    pyproject = root / "pyproject.toml"
+    pyproject.write_text(
+        re.sub(
+            r'^version = "[^"]+"$',
+            f'version = "{version}"',
+            pyproject.read_text(),
+            count=1,
+            flags=re.M,
+        )
+    )
+    for name, pattern in VERSION_MENTIONS.items():
+        path = root / name
+        path.write_text(
+            re.sub(pattern, lambda m: m[0].replace(m[1], version), path.read_text(), flags=re.M)
+        )
+    subprocess.run(
+        [BIN / "python", root / "scripts" / "plugin_definition.py"],
+        cwd=root,
+        check=True,
+        capture_output=True,
+    )
+    names = ["pyproject.toml", "CHANGELOG.md", "hub/tap-accessgov.yml", *VERSION_MENTIONS]
+    return [root / name for name in names]
+
+
+# ----- sdist and wheel ---------------------------------------------------------------------
 
 DIST = ROOT / "dist"
 
@@ -327,14 +439,24 @@ def build(extra: list[str]) -> None:
 
 
 def build_release(source: Path, outdir: Path) -> tuple[Path, Path]:
-    """The sdist and the wheel of the project at ``source`` (a checkout: its version is its
-    git tag, setuptools-scm) in ``outdir``, with the standard frontend (``python -m build``:
-    the sdist, then the wheel from the sdist, so the sdist is complete). Without isolation:
-    the backend and its version plugin are the lock's, checked against their hashes, not
-    whatever the index serves that day. Then the checks an index and a user would make:
-    ``twine check --strict`` (the metadata and the README render), ``check-wheel-contents``
-    (no stray or duplicate files) and pyroma at 10/10 (the metadata is complete).
-    Returns (sdist, wheel)."""
+    """The sdist and the wheel of the project at ``source`` (a checkout: its version is
+    pyproject.toml's) in ``outdir``, with the standard frontend (``python -m build``: the
+    sdist, then the wheel from the sdist, so the sdist is complete). Refused where a release
+    tag on the checkout's commit names another version (a tag pushed without ``release``).
+    Without isolation: the backend is the lock's, checked against its hashes, not whatever the
+    index serves that day. Then the checks an index and a user would make: ``twine check
+    --strict`` (the metadata and the README render), ``check-wheel-contents`` (no stray or
+    duplicate files) and pyroma at 10/10 (the metadata is complete). Returns (sdist, wheel)."""
+    version = package_version(source)
+    tags = subprocess.run(
+        ["git", "tag", "--points-at", "HEAD", "--list", "v*"],
+        cwd=source,
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.split()
+    if any(tag != f"v{version}" for tag in tags):
+        sys.exit(f"build: the commit is tagged {', '.join(tags)} but is version {version}")
     run(BIN / "python", "-m", "build", "--no-isolation", "--outdir", outdir, source)
     (sdist,) = outdir.glob("*.tar.gz")
     (wheel,) = outdir.glob("*.whl")
@@ -352,7 +474,14 @@ def benchmark(extra: list[str]) -> None:
     run(BIN / "python", "scripts/benchmark.py", *extra)
 
 
-COMMANDS = {"test": test, "demo": demo, "benchmark": benchmark, "lock": lock, "build": build}
+COMMANDS = {
+    "test": test,
+    "demo": demo,
+    "benchmark": benchmark,
+    "lock": lock,
+    "release": release,
+    "build": build,
+}
 
 if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in COMMANDS:

@@ -1,13 +1,16 @@
-"""What a release ships (``python3 tasks.py build``, CHANGELOG.md): the version of the git
-tag, a wheel that holds the tap and nothing else, and that wheel installed into an empty
-virtual environment, away from this checkout, doing everything a user's first run does.
+"""What a release ships (``python3 tasks.py release``, then ``build``; CHANGELOG.md): the
+version pyproject.toml holds, named alike wherever a release is named, a wheel that holds the
+tap and nothing else, and that wheel installed into an empty virtual environment, away from
+this checkout, doing everything a user's first run does.
 
 The artifacts are built once per worker from a copy of this checkout (its tracked and new
-files, as they are now) committed to a repository of its own and tagged ``v9.8.7``, a
-version no real tag has, so that the version can only have come from that tag."""
+files, as they are now) committed to a repository of its own and released there as
+``9.8.7`` by ``tasks.make_release``, a version no real release has, so that what the build
+says can only have come from the release command."""
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import re
@@ -53,38 +56,131 @@ def checkout_copy(directory: Path) -> Path:
     return directory
 
 
-def git(directory: Path, *args: str) -> None:
+def git(directory: Path, *args: str) -> str:
     identity = ("-c", "user.name=release test", "-c", "user.email=release@example.invalid")
-    subprocess.run(["git", *identity, *args], cwd=directory, check=True, capture_output=True)
+    return subprocess.run(
+        ["git", *identity, *args], cwd=directory, check=True, capture_output=True, text=True
+    ).stdout
 
 
-def tagged_checkout(directory: Path) -> Path:
+def committed_copy(directory: Path) -> Path:
     """A copy of this checkout, as it is now, committed to a repository of its own in
-    ``directory`` and tagged v9.8.7: a release as its repository holds it."""
+    ``directory``, with no tag: a clone, a fork or a CI checkout without tags."""
     source = checkout_copy(directory)
     git(source, "init", "-q")
     git(source, "add", "-A")
-    git(source, "commit", "-q", "-m", "the release")
-    git(source, "tag", f"v{TAG_VERSION}")
+    git(source, "commit", "-q", "-m", "main")
     return source
 
 
 @pytest.fixture(scope="session")
-def release(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """(sdist, wheel) of ``tagged_checkout``, built and checked as ``tasks.py build`` does.
+def released(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``committed_copy`` released as 9.8.7 by the release command (``tasks.make_release``)."""
+    source = committed_copy(tmp_path_factory.mktemp("released"))
+    with pytest.MonkeyPatch.context() as env:  # the release's commit and tag need an author
+        for variable in ("GIT_AUTHOR", "GIT_COMMITTER"):
+            env.setenv(f"{variable}_NAME", "release test")
+            env.setenv(f"{variable}_EMAIL", "release@example.invalid")
+        tasks.make_release(source, TAG_VERSION)
+    return source
+
+
+@pytest.fixture(scope="session")
+def release(released: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(sdist, wheel) of ``released``, built and checked as ``tasks.py build`` does.
     For the session, not the module: the groups run apart (tests/groups.py, ORDER) and this
     file has a test in each, so a module's fixture was built again for every group."""
-    source = tagged_checkout(tmp_path_factory.mktemp("tagged"))
-    return tasks.build_release(source, tmp_path_factory.mktemp("dist"))
+    return tasks.build_release(released, tmp_path_factory.mktemp("dist"))
 
 
-def test_the_version_is_the_git_tag(release: tuple[Path, Path]) -> None:
+def test_the_build_is_the_released_version(release: tuple[Path, Path]) -> None:
     sdist, wheel = release
     assert sdist.name == f"tap_accessgov-{TAG_VERSION}.tar.gz"
     assert wheel.name == f"tap_accessgov-{TAG_VERSION}-py3-none-any.whl"
     with zipfile.ZipFile(wheel) as archive:
         metadata = archive.read(f"tap_accessgov-{TAG_VERSION}.dist-info/METADATA").decode()
     assert f"\nVersion: {TAG_VERSION}\n" in metadata
+
+
+def version_mentions(root: Path) -> dict[str, set[str]]:
+    """Every place of ``root`` that names a release, and the versions it names there."""
+    definition = yaml.safe_load((root / "hub" / "tap-accessgov.yml").read_text())
+    mentions = {
+        "pyproject.toml": {tasks.package_version(root)},
+        "CHANGELOG.md (latest release)": set(tasks.released_versions(root)[:1]),
+        "hub/tap-accessgov.yml (pip_url)": {definition["pip_url"].removeprefix("tap-accessgov==")},
+    }
+    for name, pattern in tasks.VERSION_MENTIONS.items():
+        mentions[name] = set(re.findall(pattern, (root / name).read_text(), re.M))
+    return mentions
+
+
+def test_every_place_names_the_latest_release() -> None:
+    """pyproject.toml (the one place that holds the number), CHANGELOG.md's latest release,
+    the plugin definition's pip_url and every link to a release agree, and the installed tap
+    says that version."""
+    mentions = version_mentions(ROOT)
+    latest = tasks.released_versions()[0]
+    assert mentions == {place: {latest} for place in mentions}
+    from tap_accessgov import USER_AGENT
+
+    assert f"tap-accessgov/{latest}" == USER_AGENT
+
+
+def test_the_release_command_names_the_new_version_everywhere(released: Path) -> None:
+    """``tasks.make_release`` in a copy: every mention moved to 9.8.7 in one commit tagged
+    v9.8.7, the Unreleased entries under the new version's section (with its link), and an
+    empty Unreleased section above it."""
+    mentions = version_mentions(released)
+    assert mentions == {place: {TAG_VERSION} for place in mentions}
+    assert git(released, "tag", "--points-at", "HEAD").split() == [f"v{TAG_VERSION}"]
+    assert git(released, "status", "--porcelain") == ""
+    before = (ROOT / "CHANGELOG.md").read_text()
+    after = (released / "CHANGELOG.md").read_text()
+    entries = re.search(r"^## \[Unreleased\]\n(.*?)^## \[", before, re.M | re.S)
+    assert entries
+    section = re.search(
+        rf"^## \[{TAG_VERSION}\] - \d{{4}}-\d{{2}}-\d{{2}}\n(.*?)^## \[", after, re.M | re.S
+    )
+    assert section
+    assert section[1] == entries[1]
+    assert re.search(r"^## \[Unreleased\]\n\n## \[", after, re.M)
+    assert f"[{TAG_VERSION}]: https://" in after
+    with pytest.raises(ValueError, match="nothing to release"):  # and not twice
+        tasks.write_release(released, "9.8.8", datetime.date(2030, 1, 1))
+
+
+def test_a_clone_without_tags_builds_the_latest_release(tmp_path: Path) -> None:
+    """A clone with no tags (a fork, a mirror, a CI checkout) builds CHANGELOG.md's latest
+    release, not a development version of its own (setuptools-scm's 0.1.devN, before)."""
+    source = committed_copy(tmp_path / "clone")
+    assert git(source, "tag") == ""
+    subprocess.run(
+        [tasks.BIN / "python", "-c", PREPARE_METADATA, str(tmp_path / "metadata")],
+        cwd=source,
+        check=True,
+        capture_output=True,
+    )
+    (info,) = (tmp_path / "metadata").glob("*.dist-info")
+    metadata = (info / "METADATA").read_text()
+    assert re.search(r"^Version: (.+)$", metadata, re.M)[1] == tasks.released_versions()[0]
+
+
+# The build backend's own hook for a wheel's metadata (PEP 517), as a frontend calls it
+PREPARE_METADATA = (
+    "import sys, pathlib; from setuptools import build_meta; "
+    "out = pathlib.Path(sys.argv[1]); out.mkdir(); build_meta.prepare_metadata_for_build_wheel(str(out))"
+)
+
+
+def test_a_build_refuses_a_tag_of_another_version(released: Path, tmp_path: Path) -> None:
+    """A tag pushed by hand, naming a version the checkout is not: the build says so."""
+    git(released, "tag", "-a", "v9.9.9", "-m", "wrong")
+    try:
+        with pytest.raises(SystemExit, match=r"tagged v9\.8\.7, v9\.9\.9 but is version 9\.8\.7"):
+            tasks.build_release(released, tmp_path / "dist")
+    finally:
+        git(released, "tag", "-d", "v9.9.9")
 
 
 def test_the_wheel_holds_the_tap_and_nothing_else(release: tuple[Path, Path]) -> None:
@@ -189,9 +285,14 @@ def test_a_new_meltano_project_adds_the_tap_from_its_definition(
         return run_meltano(*args, env=env, timeout=600, cwd=cwd)
 
     meltano("init", "--no-usage-stats", str(project), cwd=tmp_path)
-    meltano("add", "extractor", "tap-accessgov", "--from-ref", str(extractor_ref))
-    meltano("add", "loader", "target-jsonl", "--from-ref", str(loader_ref))
-    added = yaml.safe_load((project / "meltano.yml").read_text())["plugins"]["extractors"][0]
+    meltano("add", "--plugin-type", "extractor", "tap-accessgov", "--from-ref", str(extractor_ref))
+    plugins = yaml.safe_load((project / "meltano.yml").read_text())["plugins"]
+    # one plugin: `meltano add extractor tap-accessgov --from-ref` added a utility beside it
+    assert {kind: [p["name"] for p in listed] for kind, listed in plugins.items()} == {
+        "extractors": ["tap-accessgov"]
+    }
+    meltano("add", "--plugin-type", "loader", "target-jsonl", "--from-ref", str(loader_ref))
+    added = plugins["extractors"][0]
     assert added["pip_url"] == str(wheel)
     assert added["settings"] == definition["settings"]
     assert "config" not in added  # the secret stays in the environment
@@ -207,11 +308,17 @@ def test_a_new_meltano_project_adds_the_tap_from_its_definition(
     assert loaded == dict(sync(tap_config(emulator)).counts())
 
 
-def test_the_changelog_keeps_a_changelog() -> None:
+def test_the_changelog_keeps_a_changelog(released: Path) -> None:
     """CHANGELOG.md in the Keep a Changelog form: Unreleased first, then each version newest
     first with its date, its entries under the form's headings, a link for each; every
-    version tag of this repository has its section."""
-    text = (ROOT / "CHANGELOG.md").read_text()
+    version tag has its section, here and in the released copy (this checkout may have no
+    tags; the copy has the release's)."""
+    for root in (ROOT, released):
+        check_changelog(root)
+
+
+def check_changelog(root: Path) -> None:
+    text = (root / "CHANGELOG.md").read_text()
     sections = re.findall(r"^## \[([^\]]+)\](?: - (\d{4}-\d{2}-\d{2}))?$", text, re.M)
     assert sections[0] == ("Unreleased", "")
     versions = [tuple(map(int, v.split("."))) for v, _ in sections[1:]]
@@ -222,7 +329,5 @@ def test_the_changelog_keeps_a_changelog() -> None:
     assert headings <= {"Added", "Changed", "Deprecated", "Removed", "Fixed", "Security"}
     for name, _ in sections:
         assert re.search(rf"^\[{re.escape(name)}\]: https://", text, re.M), name
-    tags = subprocess.run(
-        ["git", "tag", "--list", "v*"], cwd=ROOT, capture_output=True, text=True, check=True
-    ).stdout.split()
+    tags = git(root, "tag", "--list", "v*").split()
     assert {tag.removeprefix("v") for tag in tags} <= {v for v, _ in sections}
