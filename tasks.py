@@ -324,8 +324,8 @@ WITH_THE_SDK = (
 VERSION_MENTIONS = {
     "dbt_accessgov/dbt_project.yml": r'^version: "(\d+\.\d+\.\d+)"$',
     # a release's files on GitHub (the plugin definition) and its tag (the dbt package)
-    "README.md": r"(?:/v|revision: v)(\d+\.\d+\.\d+)\b",
-    "dbt_accessgov/README.md": r"(?:/v|revision: v)(\d+\.\d+\.\d+)\b",
+    "README.md": r"(?:/v|@v|revision: v|version )(\d+\.\d+\.\d+)\b",
+    "dbt_accessgov/README.md": r"(?:/v|@v|revision: v)(\d+\.\d+\.\d+)\b",
 }
 CHANGELOG_SECTION = re.compile(r"^## \[(\d+\.\d+\.\d+)\] - (\d{4}-\d{2}-\d{2})$", re.M)
 

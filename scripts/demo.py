@@ -25,6 +25,7 @@ import sys
 import time
 import typing as t
 from datetime import UTC, datetime, timedelta
+from itertools import zip_longest
 from pathlib import Path
 
 from local_postgres import LocalPostgres, LocalPostgresError
@@ -45,6 +46,7 @@ PORT = 8765  # python -m emulator's default: the api_url of meltano.yml's emulat
 AS_OF_DAYS = 90  # the point-in-time question: who held it this many days ago
 BEFORE_FEED_DAYS = 30  # and this many days before the grant feed's first event
 CLOSED_TASKS = 25  # open tasks the approvers decide between the two runs
+SHOWN = 3  # rows of each answer: the answers read in a screen or two
 
 BUSIEST = """
     SELECT events.app_id, events.app_entitlement_id,
@@ -64,17 +66,17 @@ QUESTIONS = {
         SELECT event_type, lifecycle_action, events, rows_loaded
         FROM {models}.grant_event_types ORDER BY events DESC
     """,
-    "Who holds the busiest entitlement, {app_name} · {entitlement_name}, now: latest 10 "
+    "Who holds the busiest entitlement, {app_name} · {entitlement_name}, now: latest first "
     "(current_grants: the service's grants, the person behind each account; times in UTC)": """
         SELECT user_display_name AS person, user_email AS email,
                user_directory_status AS directory_status, app_user_id, app_user_type,
                granted_at, feed_knows, count(*) OVER () AS holders_in_total
         FROM {models}.current_grants
         WHERE app_id = '{app_id}' AND app_entitlement_id = '{app_entitlement_id}'
-        ORDER BY granted_at DESC NULLS LAST, app_user_id LIMIT 10
+        ORDER BY granted_at DESC NULLS LAST, app_user_id LIMIT {shown}
     """,
     "People who left (disabled or deleted in the directory or the service) and still hold "
-    "access (inactive_users_with_access; first 10)": """
+    "access (inactive_users_with_access)": """
         SELECT user_display_name AS person, user_email AS email,
                user_directory_status AS directory_status, user_status AS service_status,
                app_display_name AS app, app_entitlement_display_name AS entitlement, granted_at,
@@ -82,14 +84,14 @@ QUESTIONS = {
                (SELECT count(DISTINCT user_id) FROM {models}.inactive_users_with_access)
                    AS people_in_total
         FROM {models}.inactive_users_with_access
-        ORDER BY person, app, entitlement LIMIT 10
+        ORDER BY person, app, entitlement LIMIT {shown}
     """,
-    "Accounts nobody owns that hold access (unowned_accounts_with_access; first 10)": """
+    "Accounts nobody owns that hold access (unowned_accounts_with_access)": """
         SELECT app_user_display_name AS account, app_user_type, app_user_status,
                app_display_name AS app, app_entitlement_display_name AS entitlement, granted_at,
                count(*) OVER () AS grants_in_total
         FROM {models}.unowned_accounts_with_access
-        ORDER BY app, account, entitlement LIMIT 10
+        ORDER BY app, account, entitlement LIMIT {shown}
     """,
     "Grants the service holds that the feed does not know, and the reverse, per app "
     "(feed_vs_service_by_app)": """
@@ -108,43 +110,42 @@ QUESTIONS = {
         GROUP BY app_display_name, app_id ORDER BY ticketless_grants DESC, app_id
     """,
     "Excluded from automation, DISABLED in the directory, and still holding the entitlement "
-    "(excluded_users; first 10)": """
+    "(excluded_users)": """
         SELECT display_name, email, directory_status, status AS service_status,
                app_display_name AS app, app_entitlement_display_name AS entitlement, held_since,
                count(*) OVER () AS rows_in_total
         FROM {models}.excluded_users
         WHERE directory_status = 'DISABLED' AND holds_entitlement
-        ORDER BY display_name, app, entitlement LIMIT 10
+        ORDER BY display_name, app, entitlement LIMIT {shown}
     """,
     "Automation exclusions per entitlement, found through the catalog without a hand-made "
-    "list (excluded_users; top 5)": """
+    "list (excluded_users; most first)": """
         SELECT app_display_name AS app, app_entitlement_display_name AS entitlement,
                count(*) AS excluded_users,
                sum(CASE WHEN holds_entitlement THEN 1 ELSE 0 END) AS still_holding
         FROM {models}.excluded_users
         GROUP BY app_id, app_display_name, app_entitlement_id, app_entitlement_display_name
-        ORDER BY excluded_users DESC, app, entitlement LIMIT 5
+        ORDER BY excluded_users DESC, app, entitlement LIMIT {shown}
     """,
-    "Who held {app_name} · {entitlement_name} on {as_of} (access_as_of; first 10; times in "
-    "UTC)": """
+    "Who held {app_name} · {entitlement_name} on {as_of} (access_as_of; times in UTC)": """
         SELECT user_display_name AS person, app_user_id, granted_at, granted_ticket_id,
                count(*) OVER () AS holders_in_total
         FROM {models}.access_as_of
         WHERE app_id = '{app_id}' AND app_entitlement_id = '{app_entitlement_id}'
-        ORDER BY granted_at DESC NULLS LAST, app_user_id LIMIT 10
+        ORDER BY granted_at DESC NULLS LAST, app_user_id LIMIT {shown}
     """,
     "Who held {app_name} · {entitlement_name} on {before_feed}, before the grant feed began "
-    "(grant_intervals: the service's ended grants and the grants it holds now; first 10)": """
+    "(grant_intervals: the service's ended grants and the grants it holds now)": """
         SELECT user_display_name AS person, app_user_id, granted_at, revoked_at, source,
                count(*) OVER () AS holders_in_total
         FROM {models}.grant_intervals
         WHERE app_id = '{app_id}' AND app_entitlement_id = '{app_entitlement_id}'
           AND granted_at <= CAST('{before_feed}' AS TIMESTAMP WITH TIME ZONE)
           AND (revoked_at IS NULL OR revoked_at > CAST('{before_feed}' AS TIMESTAMP WITH TIME ZONE))
-        ORDER BY granted_at DESC, app_user_id LIMIT 10
+        ORDER BY granted_at DESC, app_user_id LIMIT {shown}
     """,
     "Who changed the service itself in the last 30 days: people and operations, reads and "
-    "this tap's calls left out (service_activity; top 10)": """
+    "this tap's calls left out (service_activity; most first)": """
         SELECT coalesce(actor_name, actor_user_id) AS actor, actor_email,
                operation, activity, count(*) AS events,
                sum(CASE WHEN outcome = 'Failure' THEN 1 ELSE 0 END) AS failed,
@@ -153,7 +154,7 @@ QUESTIONS = {
         WHERE occurred_at >= {now} - INTERVAL '30 days' AND activity_id <> 2
           AND class_uid = 6003 AND NOT is_this_tap
         GROUP BY actor_user_id, actor_name, actor_email, operation, activity
-        ORDER BY events DESC, actor, operation LIMIT 10
+        ORDER BY events DESC, actor, operation LIMIT {shown}
     """,
     "Grants without an approval, by reason (grants_without_approval)": """
         SELECT reason, count(*) AS grants, count(DISTINCT app_user_id) AS app_users,
@@ -161,7 +162,7 @@ QUESTIONS = {
         FROM {models}.grants_without_approval
         GROUP BY reason ORDER BY grants DESC, reason
     """,
-    "Self-approved grants, with the people involved (grants_without_approval; latest 10; "
+    "Self-approved grants, with the people involved (grants_without_approval; latest first; "
     "a person's id where the users read do not name them)": """
         SELECT granted_at, app_display_name AS app, app_entitlement_display_name AS entitlement,
                coalesce(grantee_name, grantee_user_id) AS grantee,
@@ -170,9 +171,9 @@ QUESTIONS = {
                count(*) OVER () AS in_total
         FROM {models}.grants_without_approval
         WHERE reason = 'self_approved'
-        ORDER BY granted_at DESC, app, entitlement LIMIT 10
+        ORDER BY granted_at DESC, app, entitlement LIMIT {shown}
     """,
-    "Decertified in a closed access review and still held (access_review_decisions; first 10)": """
+    "Decertified in a closed access review and still held (access_review_decisions)": """
         SELECT access_review_name AS review, access_review_closed_at AS review_closed,
                app_display_name AS app, app_entitlement_display_name AS entitlement,
                app_user_id, coalesce(subject_name, subject_user_id) AS holder,
@@ -180,7 +181,7 @@ QUESTIONS = {
                count(*) OVER () AS in_total
         FROM {models}.access_review_decisions
         WHERE decertified_still_held
-        ORDER BY review_closed DESC, app, entitlement, app_user_id LIMIT 10
+        ORDER BY review_closed DESC, app, entitlement, app_user_id LIMIT {shown}
     """,
 }
 
@@ -233,9 +234,18 @@ class Postgres:
             self._db.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
 
 
+Answer = tuple[list[str], list[tuple[t.Any, ...]]]  # a question's columns and rows
+
+
 def print_table(title: str, columns: list[str], rows: list[tuple[t.Any, ...]]) -> None:
     print(f"\n{title}")
-    cells = [columns, *[[format_value(v) for v in row] for row in rows]]
+    print_rows(columns, [[format_value(v) for v in row] for row in rows])
+    if not rows:
+        print("  (none)")
+
+
+def print_rows(columns: list[str], rows: list[list[str]]) -> None:
+    cells = [columns, *rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
     for n, row in enumerate(cells):
         print(
@@ -243,14 +253,13 @@ def print_table(title: str, columns: list[str], rows: list[tuple[t.Any, ...]]) -
         )
         if n == 0:
             print("  " + "  ".join("-" * width for width in widths))
-    if not rows:
-        print("  (none)")
 
 
-def meltano(*args: str, env: dict[str, str], log: str) -> None:
-    """Run meltano with its (long) log in .demo/<log>; on failure show the end of it."""
+def meltano(*args: str, env: dict[str, str], log: str) -> float:
+    """Run meltano with its (long) log in .demo/<log>; on failure show the end of it. The
+    seconds it took."""
     path = DEMO / log
-    print(f"\n$ meltano {' '.join(args)}    (log: {path.relative_to(ROOT)})", flush=True)
+    print(f"$ meltano {' '.join(args)}    (log: {path.relative_to(ROOT)})", flush=True)
     started = time.monotonic()
     with path.open("w") as out:
         result = subprocess.run(
@@ -266,7 +275,9 @@ def meltano(*args: str, env: dict[str, str], log: str) -> None:
         raise SystemExit(
             f"meltano {args[0]} failed (exit {result.returncode}); the whole log is in {path}"
         )
-    print(f"  done in {time.monotonic() - started:.1f} s", flush=True)
+    seconds = time.monotonic() - started
+    print(f"  done in {seconds:.0f} s", flush=True)
+    return seconds
 
 
 def format_value(value: t.Any) -> str:
@@ -277,9 +288,9 @@ def format_value(value: t.Any) -> str:
     return str(value)
 
 
-def answers(database: ModelsDatabase, label: str, as_of: str) -> int:
-    """Print the answers of the models; returns the grant feed rows loaded so far."""
-    print(f"\n== {label}: answers from the models ==")
+def answers(database: ModelsDatabase, as_of: str) -> dict[str, Answer]:
+    """Every question's answer from the models, by its title (the busiest entitlement's names
+    in it), at most ``SHOWN`` rows each."""
     _, busiest = database.query(BUSIEST.format(models=database.models))
     app_id, app_entitlement_id, app_name, entitlement_name, _ = busiest[0]
     _, first = database.query(f"SELECT min(event_at) FROM {database.models}.stg_grant_events")
@@ -287,6 +298,7 @@ def answers(database: ModelsDatabase, label: str, as_of: str) -> int:
     values = {
         "models": database.models,
         "now": database.now,
+        "shown": SHOWN,
         "app_id": app_id,
         "app_entitlement_id": app_entitlement_id,
         "app_name": app_name or app_id,  # an app the catalog does not know shows its id
@@ -294,11 +306,50 @@ def answers(database: ModelsDatabase, label: str, as_of: str) -> int:
         "as_of": as_of,
         "before_feed": before_feed.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
-    for title, sql in QUESTIONS.items():
-        columns, rows = database.query(sql.format(**values))
-        print_table(title.format(**values), columns, rows)
+    return {
+        title.format(**values): database.query(sql.format(**values))
+        for title, sql in QUESTIONS.items()
+    }
+
+
+def grant_feed_rows(database: ModelsDatabase) -> int:
+    """The grant feed rows loaded so far, re-reads included."""
     _, loaded = database.query(f"SELECT sum(rows_loaded) FROM {database.models}.grant_event_types")
     return int(loaded[0][0])
+
+
+def print_answers(found: dict[str, Answer]) -> None:
+    for title, (columns, rows) in found.items():
+        print_table(title, columns, rows[:SHOWN])
+        if len(rows) > SHOWN:
+            print(f"  ... and {len(rows) - SHOWN} more")
+
+
+def print_changes(before: dict[str, Answer], after: dict[str, Answer]) -> None:
+    """Each answer the second run changed, its rows side by side with the first run's (at
+    most ``SHOWN`` that differ: a changed value reads ``old -> new``); then the answers that
+    did not change, by name."""
+    unchanged = []
+    for title, (columns, rows) in after.items():
+        earlier = before[title][1]
+        changed = [
+            [format_value(v) for v in now]
+            if was is None  # a row the first answer did not have
+            else [cell(old, new) for old, new in zip_longest(was, now or ())]
+            for was, now in zip_longest(earlier, rows)
+            if was != now
+        ]
+        if changed:
+            print(f"\n{title}")
+            print_rows(columns, changed[:SHOWN])
+        else:
+            unchanged.append(title.split(" (")[0])
+    if unchanged:
+        print(f"\nUnchanged: {'; '.join(unchanged)}.")
+
+
+def cell(old: t.Any, new: t.Any) -> str:
+    return format_value(new) if old == new else f"{format_value(old)} -> {format_value(new)}"
 
 
 def main() -> None:
@@ -400,35 +451,47 @@ def run_demo(
         DUCKDB_FILE.unlink(missing_ok=True)
         database = DuckDBFile(DUCKDB_FILE)
 
+    where = "PostgreSQL" if args.postgres_url else "JSONL files and DuckDB in .demo/"
+    print(
+        f"The service: its emulator, {args.events:,} grant events. The pipeline: "
+        f"{' '.join(pipeline)}, into {where}; Meltano's and dbt's logs in .demo/.",
+        flush=True,
+    )
     # Only the plugins of this pipeline: meltano.yml also declares dbt-spark (a JVM and ~500 MB).
     plugins = dict.fromkeys(step.split(":")[0] for step in pipeline)
     meltano("install", *plugins, env=env, log="meltano-install.log")
-    meltano("run", "--full-refresh", *pipeline, env=env, log="run-1.log")
-    first = answers(database, "After the first run", as_of)
+    first_run = meltano("run", "--full-refresh", *pipeline, env=env, log="run-1.log")
+    first = answers(database, as_of)
+    loaded = grant_feed_rows(database)
+    print(f"\n== The answers, after the first run (meltano run: {first_run:.0f} s) ==")
+    print_answers(first)
 
     added = emulator.control("events", {"count": args.new_events})
-    print(f"\nThe emulator now has {added.get('total', '?')} grant events ({args.new_events} new).")
     decided = emulator.control("close-tasks", {"count": CLOSED_TASKS})["closed"]
-    print(f"Approvers decided {len(decided)} open tasks (the next run reads them again).")
-    meltano("run", *pipeline, env=env, log="run-2.log")
-    second = answers(database, "After the second (incremental) run", as_of)
-
-    new_rows = second - first
+    print(
+        f"\n== The second run: {args.new_events} new grant events, {len(decided)} tasks "
+        f"decided (the emulator now has {added.get('total', '?')} events) =="
+    )
+    second_run = meltano("run", *pipeline, env=env, log="run-2.log")
+    second = answers(database, as_of)
+    new_rows = grant_feed_rows(database) - loaded
+    print(f"It took {second_run:.0f} s (the first: {first_run:.0f} s): an incremental run.")
     if args.postgres_url:
         print(
-            f"\nThe second run added {new_rows} grant feed rows for the {args.new_events} new "
-            "events. Events at the bookmark instant were read again (the feed's 'after' is "
-            "inclusive) and target-postgres merged them on the primary key."
+            f"It added {new_rows} grant feed rows for the {args.new_events} new events. Events "
+            "at the bookmark instant were read again (the feed's 'after' is inclusive) and "
+            "target-postgres merged them on the primary key."
         )
     else:
         print(
-            f"\nThe second run appended {new_rows} grant feed rows: the {args.new_events} new "
-            f"events and {new_rows - args.new_events} re-read at the bookmark instant (the "
-            "feed's 'after' is inclusive). JSONL only appends; the models' staging layer "
-            "dedupes on the stream's primary key."
+            f"It appended {new_rows} grant feed rows: the {args.new_events} new events and "
+            f"{new_rows - args.new_events} read again at the bookmark instant (the feed's "
+            "'after' is inclusive). JSONL only appends; the models dedupe on the stream's key."
         )
+    print("What the answers say now that they did not after the first run:")
+    print_changes(first, second)
     print(
-        "Current access is the service's own list (the grants stream), grants older than the "
+        "\nCurrent access is the service's own list (the grants stream), grants older than the "
         "feed included; history, from the feed, is complete only when the extraction's "
         "start_date precedes the tenant's first grant (docs/models.md)."
     )

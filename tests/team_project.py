@@ -1,7 +1,7 @@
 """The models as a dbt package (dbt_accessgov/): a team's own dbt project lists it in its
 packages.yml, says in its vars where the tap's streams were loaded, runs ``dbt deps`` and
-``dbt build``, and gets the marts this repository's own build (transform/, through Meltano)
-makes from the same load: on DuckDB over target-jsonl's files, the package from a git
+``dbt build`` (the README's lines), and gets the marts this repository's own build (through
+Meltano) makes from the same load: on DuckDB over target-jsonl's files, the package from a git
 repository at a release tag (``subdirectory``), and on PostgreSQL over target-postgres's
 tables, the package from a local path.
 
@@ -21,12 +21,18 @@ from pathlib import Path
 
 import yaml
 
+import tasks
 from emulator.timefmt import format_ns
 from tests.conftest import ROOT, libpq_env
 from tests.groups import require_group
-from tests.test_release import TAG_VERSION, tagged_checkout
+from tests.readme import REPOSITORY, committed_copy, readme_commands, readme_yaml
 
 PACKAGE = ROOT / "dbt_accessgov"
+# The test that runs the README's lines for a dbt project of a team's own (tests/readme.py)
+README_RUNNER = (
+    "tests/test_evidence_models.py::"
+    "test_access_history_evidence_and_removals_on_duckdb_equal_the_emulators_truth"
+)
 MARTS = sorted(path.stem for path in (PACKAGE / "models" / "marts").glob("*.sql"))
 
 
@@ -90,17 +96,17 @@ def builds_the_package_on_duckdb(directory: Path, jsonl: Path, ours: Path, as_of
 
     output = {"type": "duckdb", "path": str(directory / "team.duckdb"), "schema": "analytics"}
     variables = {"accessgov_jsonl_dir": str(jsonl), "as_of": format_ns(as_of)}
-    # as the README's packages.yml: a git repository, a release tag, the package's directory
-    # (a tagged copy of this checkout: the form dbt clones, with this work tree's models)
-    repository = tagged_checkout(directory / "repository")
-    package = {
-        "git": repository.as_uri(),
-        "revision": f"v{TAG_VERSION}",
-        "subdirectory": "dbt_accessgov",
-    }
+    # the README's packages.yml and commands as written: a git repository at the release's
+    # tag, the package's directory (the repository a copy of this work tree, tagged as the
+    # release it is: the form dbt clones, with this work tree's models)
+    repository = committed_copy(directory / "repository", tag=f"v{tasks.package_version()}")
+    (package,) = yaml.safe_load(readme_yaml(README_RUNNER))["packages"]
+    package["git"] = package["git"].replace(f"{REPOSITORY}.git", repository.as_uri())
     project = team_project(directory / "team", output, variables, package)
-    dbt("dbt-duckdb", project, "deps")
-    dbt("dbt-duckdb", project, "build")
+    for command in readme_commands(README_RUNNER):
+        program, *args = command.split()
+        assert program == "dbt", command
+        dbt("dbt-duckdb", project, *args)
 
     with duckdb.connect(str(directory / "team.duckdb")) as db:
         db.execute(f"ATTACH '{ours}' AS ours (READ_ONLY)")

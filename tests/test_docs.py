@@ -12,6 +12,7 @@ import typing as t
 import pytest
 import yaml
 
+import tasks
 from emulator import Emulator
 from plugin_definition import definition, rendered
 from plugin_definition import main as plugin_definition_main
@@ -95,7 +96,8 @@ def test_the_plugin_definition_declares_every_setting() -> None:
     assert {"catalog", "discover", "state", "about", "stream-maps"} <= set(
         extractor["capabilities"]
     )
-    assert extractor["pip_url"] == "tap-accessgov"  # the package on the index
+    # the release the definition describes, from the index (tests/test_release.py: the version)
+    assert extractor["pip_url"] == f"tap-accessgov=={tasks.package_version()}"
 
     shipped = yaml.safe_load((ROOT / "meltano.yml").read_text())["plugins"]["extractors"][0]
     assert shipped["settings"] == extractor["settings"]

@@ -19,34 +19,20 @@ import typing as t
 from collections import Counter
 from pathlib import Path
 
-import pytest
-
 from emulator import Dataset, Emulator, unpopulated
 from emulator.catalog import app_entitlement_object, app_object
-from support import emulator_environment_env
 from tap_accessgov import schemas
 from tests.conftest import (
     BIN,
-    CREDENTIAL,
     E2E_DATASET,
     ON_EVERY_SERVER,
     ROOT,
     STREAMS,
-    default_dataset,
-    libpq_env,
-    meltano,
     ns,
     sync,
     tap_config,
 )
-
-
-@pytest.fixture
-def default_emulator() -> t.Iterator[Emulator]:
-    """What `python -m emulator` serves, the tenant meltano.yml's emulator environment names,
-    with fewer events."""
-    with Emulator(default_dataset(events=2500), credential=CREDENTIAL) as emu:
-        yield emu
+from tests.readme import readme_script
 
 
 def truth_feed_keys(emulator: Emulator) -> Counter:
@@ -76,103 +62,57 @@ def truth_users(emulator: Emulator) -> set[str]:
     return directory | {u for _, _, u in truth_exclusions(emulator)}
 
 
-def test_meltano_run_into_postgres_as_shipped(
-    meltano_plugins: None,
-    default_emulator: Emulator,
-    postgres,
-    warehouse_url: str,
-    tmp_path: Path,
-) -> None:
-    emulator = default_emulator
-    connection, schema = postgres
-    env = {
-        **{
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith(("TAP_ACCESSGOV", "TARGET_POSTGRES", "PG"))
-        },
-        **libpq_env(warehouse_url),
-        # the one export of the README, and the emulator's free port instead of 8765
-        **emulator_environment_env(emulator),
-        "MELTANO_SEND_ANONYMOUS_USAGE_STATS": "false",
-        "MELTANO_ENVIRONMENT": "emulator",
-        "MELTANO_DATABASE_URI": f"sqlite:///{tmp_path / 'meltano.db'}",
-        "TARGET_POSTGRES_DEFAULT_TARGET_SCHEMA": schema,
-    }
-
-    def meltano_run() -> None:
-        meltano("run", "tap-accessgov", "target-postgres", env=env, timeout=600)
+def check_loaded_tables(connection: t.Any, schema: str, emulator: Emulator) -> None:
+    """What target-postgres, as shipped, loaded into ``schema`` from a run of every stream
+    (tests/test_first_hour.py: the README's job in a fresh clone) is the emulator's truth:
+    the grant feed's keys and objects, and the latest snapshot's automation exclusions and
+    directory users, their typed columns as the service sent them."""
 
     def table(sql: str) -> list[tuple]:
-        return connection.execute(sql.format(schema=schema)).fetchall()
+        return connection.execute(sql.format(schema=f'"{schema}"')).fetchall()
 
     directory = emulator.dataset.directory
-
-    def check_tables() -> None:
-        feed = table(
-            'SELECT "appId", "appEntitlementId", "appUserId", "eventType", '
-            "(extract(epoch FROM date) * 1000000)::bigint, feed->>'date' FROM {schema}.grant_feed"
+    feed = table(
+        'SELECT "appId", "appEntitlementId", "appUserId", "eventType", '
+        "(extract(epoch FROM date) * 1000000)::bigint, feed->>'date' FROM {schema}.grant_feed"
+    )
+    assert Counter(row[:5] for row in feed) == truth_feed_keys(emulator)
+    assert all(ns(row[5]) // 1000 == row[4] for row in feed)
+    feeds = table("SELECT feed::text FROM {schema}.grant_feed")
+    assert Counter(json.dumps(json.loads(row[0]), sort_keys=True) for row in feeds) == Counter(
+        json.dumps(e["feed"], sort_keys=True) for e in emulator.dataset.feed_entries()
+    )
+    # the full-table streams' rows of the run's snapshot (each run keeps its own copy)
+    latest = (
+        ' WHERE "snapshotAt" = (SELECT max("snapshotAt") FROM {schema}.full_table_snapshots'
+        " WHERE stream = '%s')"
+    )
+    exclusions = table(
+        'SELECT "appId", "appEntitlementId", "userId" FROM {schema}.automation_exclusions'
+        + latest % "automation_exclusions"
+    )
+    assert Counter(exclusions) == truth_exclusions(emulator)
+    assert len(exclusions) > 100
+    users = table(
+        'SELECT id, "displayName", email, status, profile::text FROM {schema}.users'
+        + latest % "users"
+    )
+    # the directory's users as it sends them (unset fields empty), the excluded among them
+    expected_users = {
+        user["id"]: unpopulated.filled(user, unpopulated.USER)
+        for user in map(directory.record, directory.listed())
+    }
+    assert expected_users.keys() == truth_users(emulator)
+    assert len(users) == len(expected_users)
+    for user_id, name, email, status, profile in users:
+        truth = expected_users[user_id]
+        assert (name, email, status) == (
+            truth.get("displayName"),
+            truth.get("email"),
+            truth.get("status"),
         )
-        assert Counter(row[:5] for row in feed) == truth_feed_keys(emulator)
-        assert all(ns(row[5]) // 1000 == row[4] for row in feed)
-        feeds = table("SELECT feed::text FROM {schema}.grant_feed")
-        assert Counter(json.dumps(json.loads(row[0]), sort_keys=True) for row in feeds) == Counter(
-            json.dumps(e["feed"], sort_keys=True) for e in emulator.dataset.feed_entries()
-        )
-        # the full-table streams' rows of the run's snapshot (each run keeps its own copy)
-        latest = (
-            ' WHERE "snapshotAt" = (SELECT max("snapshotAt") FROM {schema}.full_table_snapshots'
-            " WHERE stream = '%s')"
-        )
-        exclusions = table(
-            'SELECT "appId", "appEntitlementId", "userId" FROM {schema}.automation_exclusions'
-            + latest % "automation_exclusions"
-        )
-        assert Counter(exclusions) == truth_exclusions(emulator)
-        users = table(
-            'SELECT id, "displayName", email, status, profile::text FROM {schema}.users'
-            + latest % "users"
-        )
-        # the directory's users as it sends them (unset fields empty), the excluded among them
-        expected_users = {
-            user["id"]: unpopulated.filled(user, unpopulated.USER)
-            for user in map(directory.record, directory.listed())
-        }
-        assert expected_users.keys() == truth_users(emulator)
-        assert len(users) == len(expected_users)
-        for user_id, name, email, status, profile in users:
-            truth = expected_users[user_id]
-            assert (name, email, status) == (
-                truth.get("displayName"),
-                truth.get("email"),
-                truth.get("status"),
-            )
-            loaded_profile = json.loads(profile) if profile else None
-            assert (loaded_profile or None) == (truth.get("profile") or None)
-
-    meltano_run()
-    check_tables()
-    first_requests = emulator.stats["api_requests_by_path"]["/api/v1/grants/feed"]
-    assert len(truth_exclusions(emulator)) > 1000  # all 40 entitlements of the environment
-
-    emulator.add_events(count=120)
-    emulator.reset_stats()
-    (before_second_run,) = connection.execute("SELECT txid_current() % 4294967296").fetchone()
-    meltano_run()
-    check_tables()
-    # Incremental: the second run reads only the pages after the bookmark and writes only the
-    # new events (plus those at the bookmark instant, which `after` re-reads): every row it
-    # inserts or merges carries one of its transaction ids. The feed is read twice: by
-    # grant_feed and by past_grants (the removals since its bookmark), a few pages each.
-    assert emulator.stats["api_requests_by_path"]["/api/v1/grants/feed"] <= 2 * 3 < first_requests
-    (written,) = table(
-        f"SELECT count(*) FROM {{schema}}.grant_feed WHERE xmin::text::bigint > {before_second_run}"
-    )[0]
-    assert 120 <= written <= 125
-    (snapshots,) = table('SELECT count(DISTINCT "snapshotAt") FROM {schema}.automation_exclusions')[
-        0
-    ]
-    assert snapshots == 2, "each run's exclusions are kept as a snapshot of their own"
+        loaded_profile = json.loads(profile) if profile else None
+        assert (loaded_profile or None) == (truth.get("profile") or None)
 
 
 def test_every_record_matches_the_schema_the_tap_sends(e2e_emulator: Emulator) -> None:
@@ -258,15 +198,6 @@ def test_tap_piped_into_target_jsonl(
     )
 
 
-def readme_pipeline_recipe() -> str:
-    """The plain-pipeline recipe exactly as README.md shows it."""
-    readme = (ROOT / "README.md").read_text()
-    marker = readme.index("<!-- plain-pipeline recipe:")
-    block = readme[marker:].split("```bash\n", 1)[1].split("```", 1)[0]
-    assert "set -o pipefail" in block
-    return block
-
-
 def test_the_readme_plain_pipeline_recipe_keeps_a_state_run_after_run(
     meltano_plugins: None, e2e_emulator: Emulator, tmp_path: Path
 ) -> None:
@@ -280,7 +211,11 @@ def test_the_readme_plain_pipeline_recipe_keeps_a_state_run_after_run(
     )
     (tmp_path / "out").mkdir()
     recipe = tmp_path / "recipe.sh"
-    recipe.write_text(readme_pipeline_recipe())
+    recipe.write_text(
+        readme_script(
+            "tests/test_end_to_end.py::test_the_readme_plain_pipeline_recipe_keeps_a_state_run_after_run"
+        )
+    )
     env = {**os.environ, "PATH": f"{BIN}:{target_bin}:{os.environ['PATH']}"}
 
     def run_recipe() -> subprocess.CompletedProcess[str]:

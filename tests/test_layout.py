@@ -238,10 +238,11 @@ def test_what_the_next_sdks_run_leaves_out_never_uses_the_sdk() -> None:
 
 
 def test_the_layout_maps_name_every_module_there_is() -> None:
-    """The README's map of the package and the emulator's README table name each module once,
-    and no module that is gone: a reader finds each concern where the map says."""
-    readme = (ROOT / "README.md").read_text()
-    block = readme[readme.index("tap_accessgov/   one module per concern:") :]
+    """The map of the package (docs/development.md, *The layout*) and the emulator's README
+    table name each module once, and no module that is gone: a reader finds each concern where
+    the map says."""
+    layout = (ROOT / "docs" / "development.md").read_text()
+    block = layout[layout.index("tap_accessgov/   one module per concern:") :]
     block = block[: block.index("\nemulator/")]
     streams = block[block.index("\n  streams/ ") :]
     mapped = {

@@ -14,7 +14,6 @@ import datetime
 import json
 import os
 import re
-import shutil
 import subprocess
 import venv
 import zipfile
@@ -36,41 +35,17 @@ from tests.conftest import (
 )
 from tests.conftest import meltano as run_meltano
 from tests.groups import require_group
+from tests.readme import (
+    RAW_FILES,
+    REPOSITORY,
+    committed_copy,
+    git,
+    readme_commands,
+    run_commands,
+)
 
 TAG_VERSION = "9.8.7"
 pytestmark = pytest.mark.xdist_group("release")  # one worker builds, every test reuses it
-
-
-def checkout_copy(directory: Path) -> Path:
-    """This checkout's tracked and new (not ignored) files in ``directory``, as they are now."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT,
-        capture_output=True,
-        check=True,
-    ).stdout.decode()
-    for name in filter(None, listed.split("\0")):
-        if (ROOT / name).is_file():  # a tracked file deleted in the work tree is left out
-            (directory / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, directory / name)
-    return directory
-
-
-def git(directory: Path, *args: str) -> str:
-    identity = ("-c", "user.name=release test", "-c", "user.email=release@example.invalid")
-    return subprocess.run(
-        ["git", *identity, *args], cwd=directory, check=True, capture_output=True, text=True
-    ).stdout
-
-
-def committed_copy(directory: Path) -> Path:
-    """A copy of this checkout, as it is now, committed to a repository of its own in
-    ``directory``, with no tag: a clone, a fork or a CI checkout without tags."""
-    source = checkout_copy(directory)
-    git(source, "init", "-q")
-    git(source, "add", "-A")
-    git(source, "commit", "-q", "-m", "main")
-    return source
 
 
 @pytest.fixture(scope="session")
@@ -202,24 +177,34 @@ def test_the_wheel_holds_the_tap_and_nothing_else(release: tuple[Path, Path]) ->
 
 
 @pytest.mark.cli
-def test_the_wheel_installed_alone_runs_every_stream(
-    release: tuple[Path, Path], tmp_path: Path
-) -> None:
-    """The wheel, with the dependencies it declares resolved from the package index (not the
-    lock), in an empty virtual environment, run from a directory outside this checkout:
-    ``--version``, ``--about``, ``--discover``, then a sync of every stream against the
-    emulator that gives what the checkout's tap gives."""
+def test_the_tap_installed_alone_runs_every_stream(released: Path, tmp_path: Path) -> None:
+    """The README's plain-pipes lines, as the release's README has them: ``pip install`` of the
+    release's git tag (the released copy's address in place of GitHub's), its dependencies
+    resolved from the package index as a user's are, into an empty virtual environment, run
+    from a directory outside this checkout; then ``--about``, ``--discover`` and ``--test``
+    with a config.json of the emulator, its version the release's, and a sync of every
+    stream that gives what the checkout's tap gives."""
     require_group("cli")
-    _, wheel = release
     environment = tmp_path / "venv"
-    venv.EnvBuilder(with_pip=False).create(environment)
-    python = environment / "bin" / "python"
-    subprocess.run(
-        [str(tasks.BIN / "uv"), "pip", "install", "--quiet", "--python", str(python), str(wheel)],
-        check=True,
-        capture_output=True,
+    venv.EnvBuilder(with_pip=True).create(environment)
+    env = {
+        **{k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")},
+        "PATH": f"{environment / 'bin'}:{os.environ['PATH']}",
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+    }
+    emulator = shared_emulator()
+    (tmp_path / "config.json").write_text(json.dumps(tap_config(emulator)))
+    runner = "tests/test_release.py::test_the_tap_installed_alone_runs_every_stream"
+    commands = readme_commands(
+        # file://localhost/: pip's parser takes no git+file URL without a host
+        runner,
+        {f"git+{REPOSITORY}@": f"git+file://localhost{released}@"},
+        released / "README.md",
     )
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    assert commands[0].startswith("pip install ")
+    assert f"@v{TAG_VERSION}'" in commands[0]
+    run_commands(commands, tmp_path, env)
+
     tap = str(environment / "bin" / "tap-accessgov")
 
     def run(*args: str) -> str:
@@ -229,8 +214,12 @@ def test_the_wheel_installed_alone_runs_every_stream(
         assert result.returncode == 0, result.stderr[-3000:]
         return result.stdout
 
-    where = run(str(python), "-c", "import tap_accessgov; print(tap_accessgov.__file__)")
-    assert Path(where.strip()).is_relative_to(environment), "imported from outside the wheel"
+    where = run(
+        str(environment / "bin" / "python"),
+        "-c",
+        "import tap_accessgov; print(tap_accessgov.__file__)",
+    )
+    assert Path(where.strip()).is_relative_to(environment), "imported from outside the install"
     assert run(tap, "--version").startswith(f"tap-accessgov v{TAG_VERSION},")
     about = json.loads(run(tap, "--about", "--format", "json"))
     assert about["version"] == TAG_VERSION
@@ -238,14 +227,10 @@ def test_the_wheel_installed_alone_runs_every_stream(
 
     # the tap's own settings, beside those the SDK adds (stream maps, flattening, batches)
     assert set(about["settings"]["properties"]) >= set(TapAccessGov.config_jsonschema["properties"])
-
-    emulator = shared_emulator()
-    config = tmp_path / "config.json"
-    config.write_text(json.dumps(tap_config(emulator)))
-    catalog = json.loads(run(tap, "--config", str(config), "--discover"))
+    catalog = json.loads((tmp_path / "catalog.json").read_text())
     assert {entry["tap_stream_id"] for entry in catalog["streams"]} >= set(STREAMS)
 
-    installed = parse_singer(run(tap, "--config", str(config)))
+    installed = parse_singer(run(tap, "--config", str(tmp_path / "config.json")))
     checkout = sync(tap_config(emulator))
     assert set(installed.records) >= set(STREAMS)
     assert installed.counts() == checkout.counts()
@@ -256,12 +241,13 @@ def test_the_wheel_installed_alone_runs_every_stream(
 def test_a_new_meltano_project_adds_the_tap_from_its_definition(
     release: tuple[Path, Path], tmp_path: Path
 ) -> None:
-    """What the README tells a team that runs Meltano: ``meltano init``, then ``meltano add
-    extractor tap-accessgov --from-ref hub/tap-accessgov.yml`` (its pip_url pointed at the
-    built wheel, as a team pins a release), ``meltano install``, ``meltano config
-    test tap-accessgov`` and a run into target-jsonl (added from this project's pinned
-    definition: the Hub is not reachable from here). No setting is written to meltano.yml: the
-    tenant comes from the environment, as in production."""
+    """The README's lines for a team that runs Meltano, in a new project (``meltano init``):
+    the extractor added from the release's plugin definition (its address here a local copy,
+    its pip_url the built wheel: the release is on no index here), the loader from this
+    project's pinned definition (the Hub is not reachable from here), ``meltano install``,
+    ``meltano config test`` and a run into target-jsonl. The extractor is the one plugin the
+    first line adds; no setting is written to meltano.yml: the tenant comes from the
+    environment, as in production."""
     require_group("e2e")
     _, wheel = release
     definition = yaml.safe_load((ROOT / "hub" / "tap-accessgov.yml").read_text())
@@ -278,28 +264,32 @@ def test_a_new_meltano_project_adds_the_tap_from_its_definition(
         **tap_env(emulator),
         "MELTANO_SEND_ANONYMOUS_USAGE_STATS": "false",
         "TARGET_JSONL_DESTINATION_PATH": str(tmp_path / "output"),
+        "PATH": f"{tasks.BIN}:{os.environ['PATH']}",
     }
     project = tmp_path / "analytics"
-
-    def meltano(*args: str, cwd: Path = project) -> str:
-        return run_meltano(*args, env=env, timeout=600, cwd=cwd)
-
-    meltano("init", "--no-usage-stats", str(project), cwd=tmp_path)
-    meltano("add", "--plugin-type", "extractor", "tap-accessgov", "--from-ref", str(extractor_ref))
+    run_meltano("init", "--no-usage-stats", str(project), env=env, cwd=tmp_path)
+    version = tasks.package_version()
+    runner = "tests/test_release.py::test_a_new_meltano_project_adds_the_tap_from_its_definition"
+    commands = readme_commands(
+        runner,
+        {
+            f"{RAW_FILES}/v{version}/hub/tap-accessgov.yml": str(extractor_ref),
+            "--plugin-type loader target-jsonl": f"--plugin-type loader target-jsonl --from-ref {loader_ref}",
+        },
+    )
+    (tmp_path / "output").mkdir()
+    outputs = run_commands(commands[:1], project, env)
     plugins = yaml.safe_load((project / "meltano.yml").read_text())["plugins"]
     # one plugin: `meltano add extractor tap-accessgov --from-ref` added a utility beside it
     assert {kind: [p["name"] for p in listed] for kind, listed in plugins.items()} == {
         "extractors": ["tap-accessgov"]
     }
-    meltano("add", "--plugin-type", "loader", "target-jsonl", "--from-ref", str(loader_ref))
     added = plugins["extractors"][0]
     assert added["pip_url"] == str(wheel)
     assert added["settings"] == definition["settings"]
     assert "config" not in added  # the secret stays in the environment
-    meltano("install")
-    assert "Plugin configuration is valid" in meltano("config", "test", "tap-accessgov")
-    (tmp_path / "output").mkdir()
-    meltano("run", "tap-accessgov", "target-jsonl")
+    outputs += run_commands(commands[1:], project, env)
+    assert any("Plugin configuration is valid" in output for output in outputs)
 
     loaded = {
         path.stem: len(path.read_text().splitlines())
