@@ -60,19 +60,26 @@ def test_the_throwaway_server_leaves_nothing() -> None:
     assert not answers(server.url)
 
 
-AS_ROOT = pytest.mark.skipif(
-    sys.platform == "win32" or os.geteuid() != 0, reason="only root runs it as another user"
-)
-
-
 @pytest.fixture
 def private_binaries(monkeypatch: pytest.MonkeyPatch) -> t.Iterator[Path]:
-    """The wheel's binaries where ``nobody`` cannot reach them, as in a checkout under a
-    private home directory (/root is 0700): a copy in a directory of root's, 0700."""
+    """The wheel's binaries where the server's user cannot reach them, as in a checkout under
+    a private home directory (/root is 0700): a copy in a directory of root's, 0700. As root
+    (CI) the server runs as ``nobody``, who really cannot; as any other user, who can reach
+    their own files, the server runs as that user and is told it cannot run the copy there
+    (``_can_run``): the same decision, the same copying and running from the copy."""
     private = Path(tempfile.mkdtemp(prefix="accessgov-private-"))
     try:
         installed = copy_of_binaries(private / "site-packages")
         monkeypatch.setattr(local_postgres, "binaries", lambda: installed)
+        if sys.platform != "win32" and os.geteuid() != 0:
+            ours = (os.getuid(), os.getgid())
+            monkeypatch.setattr(LocalPostgres, "_unprivileged_user", lambda self: ours)
+            can_run = LocalPostgres._can_run
+            monkeypatch.setattr(
+                LocalPostgres,
+                "_can_run",
+                lambda self: not self.bin.is_relative_to(private) and can_run(self),
+            )
         yield installed
     finally:
         shutil.rmtree(private)
@@ -100,8 +107,7 @@ def test_a_kept_server_keeps_its_data_and_replaces_one_left_running() -> None:
     kept_server_keeps_its_data_and_replaces_one_left_running()
 
 
-@AS_ROOT
-def test_as_root_a_kept_server_runs_from_a_copy_when_nobody_can_reach_the_binaries(
+def test_a_kept_server_runs_from_a_copy_when_its_user_cannot_reach_the_binaries(
     private_binaries: Path,
 ) -> None:
     """The cause of this file's kept-server test failing in a checkout under /root (and
@@ -112,8 +118,7 @@ def test_as_root_a_kept_server_runs_from_a_copy_when_nobody_can_reach_the_binari
     assert ran.parents[2].name == "data-binaries"  # beside its data, removed with it
 
 
-@AS_ROOT
-def test_as_root_binaries_nobody_can_reach_are_copied_where_it_can(
+def test_binaries_the_servers_user_cannot_reach_are_copied_where_it_can(
     private_binaries: Path,
 ) -> None:
     """A checkout under a private home directory (/root is 0700): the throwaway server runs

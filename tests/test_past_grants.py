@@ -4,17 +4,24 @@ many requests as those need; unreadable periods are skipped with one warning per
 
 from __future__ import annotations
 
+import datetime
+import json
 import logging
+import threading
+import time
 import typing as t
 from collections import Counter
 
 import pytest
+import requests
 
 from emulator import Dataset, Emulator
 from emulator import past_grants as served
 from emulator.timefmt import format_ns
-from tap_accessgov.timestamps import to_ns
-from tests.conftest import SMALL_DATASET, SyncResult, catalog_selecting, sync, tap_config
+from emulator.timefmt import parse_rfc3339 as service_ns
+from tap_accessgov.streams import past_grants as past_grants_stream
+from tap_accessgov.tap import TapAccessGov
+from tests.conftest import SMALL_DATASET, SyncResult, catalog_selecting, ns, sync, tap_config
 
 PAST = "/api/v1/search/past-grants"
 FEED = "/api/v1/grants/feed"
@@ -27,8 +34,8 @@ def periods(result: SyncResult) -> list[Period]:
             r["appId"],
             r["appEntitlementId"],
             r["appUserId"],
-            to_ns(r["grantedAt"]),
-            to_ns(r["revokedAt"]),
+            ns(r["grantedAt"]),
+            ns(r["revokedAt"]),
             r["id"],
         )
         for r in result.records.get("past_grants", [])
@@ -55,15 +62,31 @@ def removed_since(ds: Dataset, instant: int) -> set[tuple[str, str]]:
         (e["feed"]["appId"], e["feed"]["appEntitlementId"])
         for e in ds.feed_entries()
         if e["feed"].get("eventType") == "GRANT_EVENT_TYPE_REMOVED"
-        and to_ns(e["feed"]["date"]) >= instant
+        and service_ns(e["feed"]["date"]) >= instant
     }
 
 
 def past_grants_sync(
-    emu: Emulator, state: dict[str, t.Any] | None = None, **settings: t.Any
+    emu: Emulator,
+    state: dict[str, t.Any] | None = None,
+    searches: list[dict[str, t.Any]] | None = None,
+    **settings: t.Any,
 ) -> SyncResult:
+    """A sync of ``past_grants`` alone; ``searches`` gets the body of every search it sends
+    (a requests response hook: public API)."""
     config = {**tap_config(emu), "page_size": 50, **settings}
-    return sync(config, state=state, catalog=catalog_selecting(config, {"past_grants": None}))
+    catalog = catalog_selecting(config, {"past_grants": None})
+    tap = TapAccessGov(config=config, state=state, catalog=catalog, parse_env_config=False)
+    if searches is not None:
+        lock = threading.Lock()
+
+        def hook(response: requests.Response, *args: t.Any, **kwargs: t.Any) -> None:
+            if response.request.path_url == PAST and response.request.body:
+                with lock:
+                    searches.append(json.loads(response.request.body))
+
+        tap.streams["past_grants"].requests_session.hooks["response"].append(hook)  # type: ignore[attr-defined]
+    return sync(config, tap=tap)
 
 
 @pytest.mark.parametrize("shapes", ["newest", "older"])
@@ -84,9 +107,9 @@ def test_a_first_sync_reads_every_ended_period_app_by_app(
 
 
 def test_concurrency_changes_nothing_but_time(emulator: Emulator) -> None:
-    assert periods(past_grants_sync(emulator, max_concurrency=1)) == periods(
-        past_grants_sync(emulator, max_concurrency=4)
-    )
+    one = periods(past_grants_sync(emulator, max_concurrency=1))
+    assert one == truth(emulator.dataset)  # the truth, not merely alike (nothing is alike too)
+    assert one == periods(past_grants_sync(emulator, max_concurrency=4))
 
 
 def test_a_later_sync_reads_only_the_periods_the_feed_ended_since_its_bookmark(
@@ -95,7 +118,7 @@ def test_a_later_sync_reads_only_the_periods_the_feed_ended_since_its_bookmark(
     emu = make_emulator(Dataset(**{**SMALL_DATASET, "events": 3000}))
     ds = emu.dataset
     first = past_grants_sync(emu)
-    bookmark = to_ns(first.state["bookmarks"]["past_grants"]["replication_key_value"])
+    bookmark = ns(first.state["bookmarks"]["past_grants"]["replication_key_value"])
     first_requests = emu.stats["api_requests_by_path"][PAST]
     before = set(periods(first))
 
@@ -112,6 +135,69 @@ def test_a_later_sync_reads_only_the_periods_the_feed_ended_since_its_bookmark(
     entitlements = removed_since(ds, bookmark)
     assert emu.stats["api_requests_by_path"][PAST] == len(entitlements) < first_requests
     assert emu.stats["api_requests_by_path"][FEED] >= 1
+
+
+def test_the_removed_accounts_are_asked_for_in_searches_of_a_bounded_size(
+    make_emulator: t.Callable[..., Emulator], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The accounts an app entitlement lost grants of since the bookmark are asked for in
+    searches of at most ``ACCOUNTS_PER_SEARCH`` (100: the service documents no limit, and a
+    body of thousands of ids is what the split avoids) ``appUserRefs``, each account in
+    exactly one search, in as few searches as that takes. With the size set to 5, this
+    tenant's entitlements (11 to 23 such accounts each) take two to five searches."""
+    monkeypatch.setattr(past_grants_stream, "ACCOUNTS_PER_SEARCH", 5)
+    emu = make_emulator(Dataset(seed=3, events=3000, apps=1, users=700))
+    first = past_grants_sync(emu)
+    bookmark = ns(first.state["bookmarks"]["past_grants"]["replication_key_value"])
+    emu.add_events(count=4000)
+    removed: dict[tuple[str, str], set[str]] = {}
+    for event in emu.dataset.feed_entries():
+        feed = event["feed"]
+        if feed.get("eventType") == "GRANT_EVENT_TYPE_REMOVED" and (
+            service_ns(feed["date"]) >= bookmark
+        ):
+            entitlement = (feed["appId"], feed["appEntitlementId"])
+            removed.setdefault(entitlement, set()).add(feed["appUserId"])
+    assert min(map(len, removed.values())) > 10
+
+    sent: list[dict[str, t.Any]] = []
+    past_grants_sync(emu, state=first.state, searches=sent)
+    first_pages = [body for body in sent if not body.get("pageToken")]
+    asked: dict[tuple[str, str], list[str]] = {}
+    for body in first_pages:
+        (ref,) = body["appEntitlementRefs"]
+        accounts = [account["id"] for account in body["appUserRefs"]]
+        assert 0 < len(accounts) <= 5
+        asked.setdefault((ref["appId"], ref["id"]), []).extend(accounts)
+    assert {e: sorted(accounts) for e, accounts in asked.items()} == {
+        e: sorted(accounts) for e, accounts in removed.items()
+    }
+    assert len(first_pages) == sum(-(-len(accounts) // 5) for accounts in removed.values())
+
+
+def test_a_period_that_ends_after_a_run_starts_leaves_the_bookmark_at_the_runs_start(
+    make_emulator: t.Callable[..., Emulator],
+) -> None:
+    """A run that sees a grant period ending after it started (an hour from now: an event
+    the service dated ahead of this machine's clock, or written while the run read) keeps
+    its bookmark at its own start, not at that end: a removal the service records later,
+    dated in between, is read by the next run."""
+    emu = make_emulator(Dataset(**SMALL_DATASET))
+    later = datetime.datetime.now(datetime.UTC) + datetime.timedelta(hours=1)
+    emu.add_events(dates=[later + datetime.timedelta(milliseconds=n) for n in range(40)])
+    assert max(p.revoked_at for p in emu.dataset.past_grants()) >= service_ns(later.isoformat())
+    started = time.time_ns()
+    first = past_grants_sync(emu)
+    bookmark = ns(first.state["bookmarks"]["past_grants"]["replication_key_value"])
+    assert started <= bookmark <= time.time_ns()  # the run's start, not an hour from now
+
+    before = set(truth(emu.dataset))
+    soon = datetime.datetime.now(datetime.UTC) + datetime.timedelta(minutes=1)
+    emu.add_events(dates=[soon + datetime.timedelta(milliseconds=n) for n in range(40)])
+    ended_in_between = set(truth(emu.dataset)) - before
+    assert ended_in_between, "the events ended grants"
+    second = past_grants_sync(emu, state=first.state)
+    assert ended_in_between <= set(periods(second))
 
 
 def test_a_later_sync_with_nothing_removed_searches_the_bookmarks_instant_only(

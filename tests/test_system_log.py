@@ -17,8 +17,7 @@ from emulator import Dataset, Emulator
 from emulator import system_log as served
 from emulator.system_log import Kind
 from emulator.timefmt import format_ns
-from tap_accessgov.timestamps import to_ns
-from tests.conftest import SMALL_DATASET, SyncResult, catalog_selecting, sync, tap_config
+from tests.conftest import SMALL_DATASET, SyncResult, catalog_selecting, ns, sync, tap_config
 
 LOG = "/api/v1/systemlog/events"
 DATASET = {**SMALL_DATASET, "log_background": 3000}
@@ -32,7 +31,7 @@ def log_sync(emu: Emulator, state: dict[str, t.Any] | None = None, **settings: t
 
 
 def bookmark(result: SyncResult) -> int:
-    return to_ns(result.state["bookmarks"]["system_log"]["replication_key_value"])
+    return ns(result.state["bookmarks"]["system_log"]["replication_key_value"])
 
 
 def uids(result: SyncResult) -> list[str]:
@@ -104,16 +103,18 @@ def test_records_carry_the_ocsf_columns_and_the_event_whole(emulator: Emulator) 
     for record in records:
         event = by_uid[record["uid"]]
         assert record["event"] == event
-        assert to_ns(record["time"]) == event["time"] * 1_000_000
-        assert (record["class_uid"], record["activity_id"], record["status_id"]) == (
-            event["class_uid"],
-            event["activity_id"],
-            event["status_id"],
-        )
+        assert ns(record["time"]) == event["time"] * 1_000_000
+        # every typed column from its own OCSF field, named here, not by the tap's table
+        ids = ("class_uid", "category_uid", "activity_id", "type_uid", "severity_id", "status_id")
+        assert {name: record[name] for name in ids} == {name: event[name] for name in ids}
         assert record["actor_user_uid"] == event["actor"]["user"]["uid"]
         assert record["actor_user_email"] == event["actor"]["user"].get("email_addr")
         assert record["src_endpoint_ip"] == event["src_endpoint"]["ip"]
         assert record["api_operation"] == event.get("api", {}).get("operation")
+        assert record["http_user_agent"] == event.get("http_request", {}).get("user_agent")
+    # the ids differ between events, so a column read from another field is seen
+    for name in ("category_uid", "type_uid", "severity_id"):
+        assert len({record[name] for record in records}) > 1, name
 
 
 def test_concurrency_changes_nothing_but_time_and_a_nightly_run_asks_little(

@@ -15,13 +15,14 @@ import pytest
 import requests
 
 from emulator import Dataset, Emulator
+from emulator.timefmt import parse_rfc3339 as service_ns
 from tap_accessgov.paging import Page, viewed_objects
 from tap_accessgov.tap import TapAccessGov
-from tap_accessgov.timestamps import to_ns
 from tests.conftest import (
     SMALL_DATASET,
     SyncResult,
     catalog_selecting,
+    ns,
     sync,
     tap_config,
 )
@@ -72,7 +73,7 @@ def searches(emu: Emulator) -> int:
 def outcome_ns(task: dict[str, t.Any]) -> int | None:
     (body,) = task["type"].values()
     when = (body or {}).get("outcomeTime")
-    return to_ns(when) if when else None
+    return service_ns(when) if when else None
 
 
 @pytest.fixture
@@ -113,7 +114,7 @@ def test_the_second_run_reads_only_tasks_created_or_decided_since_and_keeps_thei
     overlaid with the second's are every task's state now."""
     config = task_config(tenant, max_concurrency=4)
     first = tasks_of(config)
-    bookmark = to_ns(first.state["bookmarks"]["tasks"]["replication_key_value"])
+    bookmark = ns(first.state["bookmarks"]["tasks"]["replication_key_value"])
     before = {task["id"]: task for task in tenant.dataset.tasks()}
     closed = tenant.close_tasks(count=20)
     now = datetime.datetime.now(datetime.UTC)
@@ -125,7 +126,7 @@ def test_the_second_run_reads_only_tasks_created_or_decided_since_and_keeps_thei
     at_bookmark = {
         task_id
         for task_id, task in before.items()
-        if bookmark in (to_ns(task["createdAt"]), outcome_ns(task))
+        if bookmark in (service_ns(task["createdAt"]), outcome_ns(task))
     }
     tenant.reset_stats()
 
@@ -165,17 +166,17 @@ def test_a_task_decided_while_a_run_pages_is_read_by_the_next_run(tenant: Emulat
         )
         tenant.add_events(dates=later)
 
-    started = to_ns(datetime.datetime.now(datetime.UTC).isoformat())
+    started = service_ns(datetime.datetime.now(datetime.UTC).isoformat())
     second = tasks_of(config, state=first.state, on_search=decide_while_paging)
     (task_id,) = decided
     truth = {task["id"]: task for task in tenant.dataset.tasks()}
     outcome = outcome_ns(truth[task_id])
     assert outcome is not None
-    assert started < outcome < to_ns(later[0])  # decided during the run
+    assert started < outcome < service_ns(later[0])  # decided during the run
     assert task_id in {r["id"] for r in first.records["tasks"]}  # read open by the first run
     assert task_id not in {r["id"] for r in second.records["tasks"]}, "decided after it paged"
-    seen = max(to_ns(r["updatedAt"]) for r in second.records["tasks"])
-    assert seen >= to_ns(later[0])  # the run saw changes later than that decision
+    seen = max(ns(r["updatedAt"]) for r in second.records["tasks"])
+    assert seen >= service_ns(later[0])  # the run saw changes later than that decision
 
     third = tasks_of(config, state=second.state)
 
@@ -196,10 +197,10 @@ def test_an_interrupted_first_sync_resumes_without_reading_its_completed_windows
     interim = [s for s in interim if "backfill" in s]
     assert len(interim) > 4
     killed = interim[2]["backfill"]
-    done = [(to_ns(a) if a else None, to_ns(b) if b else None) for a, b in killed["completed"]]
+    done = [(ns(a) if a else None, ns(b) if b else None) for a, b in killed["completed"]]
 
     def in_done(task: dict[str, t.Any]) -> bool:
-        created = to_ns(task["createdAt"])
+        created = service_ns(task["createdAt"])
         return any((a is None or a <= created) and (b is None or created < b) for a, b in done)
 
     resumed = tasks_of(config, state={"bookmarks": {"tasks": interim[2]}})
@@ -209,7 +210,7 @@ def test_an_interrupted_first_sync_resumes_without_reading_its_completed_windows
     assert 0 < len(read) < len(truth)
     final = resumed.state["bookmarks"]["tasks"]
     assert "backfill" not in final
-    assert to_ns(final["replication_key_value"]) <= to_ns(killed["since"])
+    assert ns(final["replication_key_value"]) <= ns(killed["since"])
 
 
 def test_an_interrupted_incremental_run_resumes_from_its_last_state(
@@ -250,7 +251,7 @@ def test_an_interrupted_incremental_run_resumes_from_its_last_state(
     assert state is not None
     backfill = state["bookmarks"]["tasks"]["backfill"]
     assert backfill["outcomesRead"] is True
-    completed = [(to_ns(a), None if b is None else to_ns(b)) for a, b in backfill["completed"]]
+    completed = [(ns(a), None if b is None else ns(b)) for a, b in backfill["completed"]]
     assert completed
 
     def in_completed(instant: int) -> bool:
@@ -262,24 +263,28 @@ def test_an_interrupted_incremental_run_resumes_from_its_last_state(
     assert bodies
     assert not [body for body in bodies if "outcomeAfter" in body], "outcomes read again"
     for body in bodies:
-        after, before = to_ns(body["createdAfter"]), body.get("createdBefore")
+        after, before = ns(body["createdAfter"]), body.get("createdBefore")
         assert not in_completed(after), body
         assert not any(
-            (before is None or a < to_ns(before)) and (b is None or after < b) for a, b in completed
+            (before is None or a < ns(before)) and (b is None or after < b) for a, b in completed
         ), f"a completed window read again: {body}"
     read = [r["id"] for r in resumed.records["tasks"]]
     assert len(read) == len(set(read))
-    assert not [r for r in resumed.records["tasks"] if in_completed(to_ns(r["createdAt"]))]
+    assert not [r for r in resumed.records["tasks"] if in_completed(ns(r["createdAt"]))]
     assert set(decided) <= {r["id"] for r in killed}
     truth = {task["id"]: task for task in tenant.dataset.tasks()}
-    created_since = {i for i, task in truth.items() if to_ns(task["createdAt"]) >= to_ns(bookmark)}
-    assert set(read) == {i for i in created_since if not in_completed(to_ns(truth[i]["createdAt"]))}
+    created_since = {
+        i for i, task in truth.items() if service_ns(task["createdAt"]) >= ns(bookmark)
+    }
+    assert set(read) == {
+        i for i in created_since if not in_completed(service_ns(truth[i]["createdAt"]))
+    }
     final = resumed.state["bookmarks"]["tasks"]
     assert "backfill" not in final
     # The latest change either part delivered (the decisions, read before the cut), capped.
-    latest = max(to_ns(r["updatedAt"]) for r in killed + resumed.records["tasks"])
-    assert to_ns(final["replication_key_value"]) == min(latest, to_ns(backfill["since"]))
-    assert latest > max(to_ns(r["updatedAt"]) for r in resumed.records["tasks"])
+    latest = max(ns(r["updatedAt"]) for r in killed + resumed.records["tasks"])
+    assert ns(final["replication_key_value"]) == min(latest, ns(backfill["since"]))
+    assert latest > max(ns(r["updatedAt"]) for r in resumed.records["tasks"])
     warehouse = by_id(first.records["tasks"], killed, resumed.records["tasks"])
     assert warehouse == {task_id: expected(task) for task_id, task in truth.items()}
 

@@ -19,8 +19,6 @@ from tap_accessgov.tap import TapAccessGov
 from tests.conftest import ROOT, shared_emulator, tap_config
 
 VENDORED = ROOT / "docs" / "vendor-openapi" / "components.json"
-# The shared reference copy the project was given, next to a checkout (absent on a clone).
-REFERENCE = ROOT.parent / "shared" / "vendor-openapi" / "components.json"
 
 # Properties of the tap's records that are not the service's, and why.
 TAP_OWN = {
@@ -283,12 +281,3 @@ def test_description_is_the_vendor_clients_string(stream, model, sent_schemas) -
     assert model.model_fields["description"].annotation == t.Optional[str]  # noqa: UP045
     assert sent_schemas[stream]["properties"]["description"]["type"] == ["string", "null"]
     assert "description" not in json.dumps(document()["components"]["schemas"])
-
-
-def test_the_vendored_copy_equals_the_shared_reference() -> None:
-    """docs/vendor-openapi/components.json is the reference the project was given, unchanged
-    (checked where that reference sits next to the checkout; a fresh clone has only the
-    vendored copy)."""
-    if not REFERENCE.exists():
-        pytest.skip("no shared reference copy next to this checkout")
-    assert json.loads(VENDORED.read_text()) == json.loads(REFERENCE.read_text())
