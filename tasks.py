@@ -5,6 +5,7 @@
     python3 tasks.py test   # lint, type-check and run the whole test suite (in CI, CI=true:
                             # then the offline and cli groups against the next singer-sdk)
     python3 tasks.py benchmark  # the side-by-side performance figures of docs/performance.md
+    python3 tasks.py mutants [MODULE...]  # mutation testing: do the tests notice a change?
 
 Each creates ``.venv`` and installs the project into it first (only when pyproject.toml or
 the lock file changed since the last install), so nothing else needs to be set up by hand.
@@ -474,6 +475,11 @@ def benchmark(extra: list[str]) -> None:
     run(BIN / "python", "scripts/benchmark.py", *extra)
 
 
+def mutants(extra: list[str]) -> None:
+    """Mutation testing of the named modules (scripts/mutants.py); not part of ``test``."""
+    run(BIN / "python", "scripts/mutants.py", *extra)
+
+
 COMMANDS = {
     "test": test,
     "demo": demo,
@@ -481,6 +487,7 @@ COMMANDS = {
     "lock": lock,
     "release": release,
     "build": build,
+    "mutants": mutants,
 }
 
 if __name__ == "__main__":

@@ -1,0 +1,153 @@
+"""``python3 tasks.py mutants [MODULE...]``: do the tests notice when the code changes?
+
+Mutation testing with mutmut: each named module of the package (by default every module of
+``COVERED_BY``) is changed in many small ways, one at a time (a ``<`` made ``<=``, a constant
+moved, a call dropped), and the tests that cover it run against each change (a *mutant*). A
+mutant the tests fail on is killed; one they pass on *survived*: a change of behaviour nobody
+would notice, so a test still to write, or an equivalent change (docs/development.md,
+*Mutation testing*, says which and why).
+
+Each module is run in a copy of the work tree of its own (``.mutants/<module>/``: mutmut
+copies it again into its ``mutants/`` there, with the changes switched on one at a time), with
+the tests ``COVERED_BY`` names for it, in one process (no xdist): mutmut first runs them once to
+learn which test reaches which function, then runs each mutant against the tests that reach
+it. Prints a table (module, mutants, killed, survived, timeouts, score) and every survivor's
+diff. Not part of the test command: a module takes minutes to an hour.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+WORK = ROOT / ".mutants"
+
+# The modules mutation testing covers, and the tests that cover each: those that exercise it
+# through the tap as a user runs it (in-process syncs against the emulator) and its own unit
+# tests. Only offline tests: mutmut runs the changed package in its own process.
+COVERED_BY: dict[str, tuple[str, ...]] = {
+    "tap_accessgov/timestamps.py": (
+        "tests/test_properties.py",
+        "tests/test_shapes.py",
+        "tests/test_config.py",
+    ),
+    "tap_accessgov/retries.py": ("tests/test_reliability.py", "tests/test_auth.py"),
+    "tap_accessgov/paging.py": ("tests/test_paging.py", "tests/test_properties.py"),
+    "tap_accessgov/conformance.py": ("tests/test_shapes.py", "tests/test_vendor_schemas.py"),
+    "tap_accessgov/streams/system_log.py": ("tests/test_system_log.py",),
+    "tap_accessgov/streams/past_grants.py": ("tests/test_past_grants.py",),
+    "tap_accessgov/streams/tasks.py": ("tests/test_tasks.py",),
+}
+# mutmut's exit codes of a mutant's test run, as its stats module names them
+KILLED, SURVIVED = {1, 3, 37}, {0}
+TIMEOUT = {24, -24, 36, 152, 255}
+
+
+@dataclass
+class Score:
+    module: str
+    by_status: Counter[str] = field(default_factory=Counter)
+    survivors: list[str] = field(default_factory=list)
+
+    @property
+    def mutants(self) -> int:
+        return sum(self.by_status.values())
+
+    @property
+    def score(self) -> float:
+        """Killed (timeouts too: the change made the tests hang) of all mutants tested."""
+        tested = self.mutants - self.by_status["not tested"]
+        return (self.by_status["killed"] + self.by_status["timeout"]) / tested if tested else 0.0
+
+
+def work_tree(module: str, tests: tuple[str, ...]) -> Path:
+    """A copy of the work tree's files (tracked and new) for ``module``'s run, its
+    pyproject.toml saying to mutmut what to change and which tests to run."""
+    work = WORK / module.replace("/", "_").removesuffix(".py")
+    shutil.rmtree(work, ignore_errors=True)
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    for name in filter(None, listed.split("\0")):
+        if (ROOT / name).is_file():
+            (work / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, work / name, follow_symlinks=False)
+    top = sorted({name.split("/")[0] for name in filter(None, listed.split("\0"))})
+    settings = {
+        "source_paths": ["tap_accessgov"],
+        "only_mutate": [module],
+        "also_copy": [name for name in top if name not in ("tap_accessgov", "tests")],
+        "pytest_add_cli_args": ["-n", "0", "-p", "no:cacheprovider", "-q", "-x"],
+        "pytest_add_cli_args_test_selection": list(tests),
+    }
+    with (work / "pyproject.toml").open("a") as pyproject:
+        pyproject.write("\n[tool.mutmut]\n")
+        for key, value in settings.items():
+            pyproject.write(f"{key} = {json.dumps(value)}\n")
+    tomllib.loads((work / "pyproject.toml").read_text())  # still TOML
+    return work
+
+
+def run(module: str, tests: tuple[str, ...]) -> Score:
+    work = work_tree(module, tests)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    print(f"\n== {module}: mutmut run, against {', '.join(tests)} ==", flush=True)
+    subprocess.run([BIN / "mutmut", "run"], cwd=work, env=env, check=False)
+    meta = json.loads((work / "mutants" / f"{module}.meta").read_text())
+    score = Score(module)
+    for name, code in sorted(meta["exit_code_by_key"].items()):
+        if code in KILLED:
+            score.by_status["killed"] += 1
+        elif code in SURVIVED:
+            score.by_status["survived"] += 1
+            score.survivors.append(name)
+        elif code in TIMEOUT:
+            score.by_status["timeout"] += 1
+        elif code is None:
+            score.by_status["not tested"] += 1
+        else:  # no tests reach it (5, 33), or mutmut's own verdicts
+            score.by_status["no tests" if code in (5, 33) else f"exit {code}"] += 1
+            if code in (5, 33):
+                score.survivors.append(name)
+    for name in score.survivors:
+        shown = subprocess.run(
+            [BIN / "mutmut", "show", name], cwd=work, env=env, capture_output=True, text=True
+        )
+        print(f"\n-- survived: {name}\n{shown.stdout.strip()}", flush=True)
+    return score
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("modules", nargs="*", help=f"default: {', '.join(COVERED_BY)}")
+    args = parser.parse_args()
+    unknown = [m for m in args.modules if m not in COVERED_BY]
+    if unknown:
+        parser.error(f"no tests named for {', '.join(unknown)}: add them to COVERED_BY")
+    scores = [run(module, COVERED_BY[module]) for module in args.modules or COVERED_BY]
+    print(
+        "\nmodule                                       mutants  killed  survived  timeout  score"
+    )
+    for s in scores:
+        print(
+            f"{s.module:<44} {s.mutants:>8} {s.by_status['killed']:>7} "
+            f"{len(s.survivors):>9} {s.by_status['timeout']:>8}  {s.score:6.1%}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
