@@ -104,9 +104,14 @@ def work_tree(module: str, tests: tuple[str, ...]) -> Path:
 def run(module: str, tests: tuple[str, ...]) -> Score:
     work = work_tree(module, tests)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    print(f"\n== {module}: mutmut run, against {', '.join(tests)} ==", flush=True)
-    subprocess.run([BIN / "mutmut", "run"], cwd=work, env=env, check=False)
-    meta = json.loads((work / "mutants" / f"{module}.meta").read_text())
+    log = work / "mutmut.log"
+    print(f"\n== {module}: mutmut run against {', '.join(tests)} (log: {log}) ==", flush=True)
+    with log.open("w") as out:
+        subprocess.run([BIN / "mutmut", "run"], cwd=work, env=env, stdout=out, stderr=out)
+    meta_file = work / "mutants" / f"{module}.meta"
+    if not meta_file.exists():
+        sys.exit(f"mutmut found nothing to report for {module}; its log ends:\n{tail(log)}")
+    meta = json.loads(meta_file.read_text())
     score = Score(module)
     for name, code in sorted(meta["exit_code_by_key"].items()):
         if code in KILLED:
@@ -128,6 +133,11 @@ def run(module: str, tests: tuple[str, ...]) -> Score:
         )
         print(f"\n-- survived: {name}\n{shown.stdout.strip()}", flush=True)
     return score
+
+
+def tail(log: Path, lines: int = 30) -> str:
+    """The end of a log that draws its progress with carriage returns, line by line."""
+    return "\n".join(log.read_text(errors="replace").replace("\r", "\n").splitlines()[-lines:])
 
 
 def main() -> int:
