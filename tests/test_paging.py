@@ -5,6 +5,7 @@ traversal stops the run instead of looping."""
 from __future__ import annotations
 
 import json
+import logging
 import typing as t
 from collections import Counter
 
@@ -15,7 +16,15 @@ from singer_sdk.exceptions import FatalAPIError
 from singer_sdk.streams import RESTStream
 
 from emulator import Emulator
-from tap_accessgov.paging import MalformedPageError, NextPageTokenPaginator, Page, page_body
+from tap_accessgov.paging import (
+    BodyPaging,
+    MalformedPageError,
+    NextPageTokenPaginator,
+    Page,
+    QueryPaging,
+    page_body,
+    viewed_objects,
+)
 from tap_accessgov.tap import TapAccessGov
 from tests.conftest import CREDENTIAL, sync, tap_config
 
@@ -61,10 +70,12 @@ def test_a_token_cycle_is_refused() -> None:
 
 @pytest.mark.parametrize("raw", [b"<html>bad gateway</html>", b'{"list": [', b"[1, 2]", b""])
 def test_a_body_that_is_not_a_json_object_is_retriable(raw: bytes) -> None:
+    answer = response(None, raw=raw)
     with pytest.raises(
         MalformedPageError, match="POST /api/v1/grants/feed answered 200 with a body"
-    ):
-        Page.read(response(None, raw=raw))
+    ) as raised:
+        Page.read(answer)
+    assert raised.value.response is answer  # the retry's warning names its call
 
 
 def test_the_hooks_read_the_page_they_are_handed() -> None:
@@ -140,3 +151,76 @@ def test_the_posts_page_in_their_body_with_their_own_filters() -> None:
         "first task": {"pageSize": 10},
         "probe": {"pageSize": 10, "before": "2026-01-02T00:00:00Z", "appRefs": [{"id": "a1"}]},
     }
+
+
+def test_a_page_keeps_its_answer_and_its_object() -> None:
+    answer = response({"list": [{"a": 1}], "nextPageToken": "t"})
+    read = Page.read(answer)
+    assert read.body == {"list": [{"a": 1}], "nextPageToken": "t"}
+    assert read.response is answer
+    assert read.request is answer.request
+    assert page_body(read) is read.body
+
+
+def test_a_bare_response_is_refused_where_a_page_is_expected() -> None:
+    message = r"^expected the Page the request path answers \(parsed once\), got a bare response$"
+    with pytest.raises(TypeError, match=message):
+        page_body(response({"list": []}))
+
+
+def test_the_objects_of_a_lists_views_and_one_without_an_id_skipped_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    views = [
+        {"task": {"id": "t1", "state": "open"}},
+        {"task": {"state": "no id"}},
+        {"task": None},
+        None,
+        {"other": {"id": "x"}},
+        {"task": {"id": "t2"}},
+    ]
+    logger = logging.getLogger("test_paging")
+    with caplog.at_level(logging.WARNING, logger="test_paging"):
+        found = list(viewed_objects(page({"list": views}), "task", logger))
+    assert found == [{"id": "t1", "state": "open"}, {"id": "t2"}]
+    assert [r.getMessage() for r in caplog.records] == [
+        "Skipping a task without an id (POST /api/v1/grants/feed)"
+    ] * 4
+    assert list(viewed_objects(page({"list": None}), "task", logger)) == []
+    assert list(viewed_objects(page({}), "task", logger)) == []
+
+
+class Listed(QueryPaging):
+    page_size = 50
+
+
+class Undeclared(QueryPaging):
+    page_size = 50
+    declares_paging = False
+
+
+class Searched(BodyPaging):
+    page_size = 25
+
+    def search_filters(self, context: t.Mapping[str, t.Any] | None) -> dict[str, t.Any]:
+        return {"appIds": [context["app"]]} if context else {"pageSize": 10}
+
+
+def test_get_lists_page_in_the_query_string_and_searches_in_the_body() -> None:
+    assert Listed().get_url_params(None, None) == {"page_size": 50}
+    assert Listed().get_url_params(None, "") == {"page_size": 50}
+    assert Listed().get_url_params(None, "t2") == {"page_size": 50, "page_token": "t2"}
+    # an operation that declares no paging gets none, until the service pages anyway
+    assert Undeclared().get_url_params(None, None) == {}
+    assert Undeclared().get_url_params(None, "t2") == {"page_size": 50, "page_token": "t2"}
+    assert Searched().prepare_request_payload({"app": "a1"}, None) == {
+        "pageSize": 25,
+        "appIds": ["a1"],
+    }
+    assert Searched().prepare_request_payload({"app": "a1"}, "t3") == {
+        "pageSize": 25,
+        "appIds": ["a1"],
+        "pageToken": "t3",
+    }
+    assert Searched().prepare_request_payload(None, "") == {"pageSize": 10}  # a probe's size
+    assert BodyPaging.search_filters(Searched(), None) == {}
