@@ -48,7 +48,11 @@ COVERED_BY: dict[str, tuple[str, ...]] = {
         "tests/test_auth.py",
     ),
     "tap_accessgov/paging.py": ("tests/test_paging.py", "tests/test_properties.py"),
-    "tap_accessgov/conformance.py": ("tests/test_shapes.py", "tests/test_vendor_schemas.py"),
+    "tap_accessgov/conformance.py": (
+        "tests/test_conformance.py",
+        "tests/test_shapes.py",
+        "tests/test_vendor_schemas.py",
+    ),
     "tap_accessgov/streams/system_log.py": ("tests/test_system_log.py",),
     "tap_accessgov/streams/past_grants.py": ("tests/test_past_grants.py",),
     "tap_accessgov/streams/tasks.py": ("tests/test_tasks.py",),

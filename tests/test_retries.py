@@ -69,6 +69,20 @@ def test_the_services_error_reads_as_its_message_or_its_body(
 def test_a_call_is_named_by_method_and_path_without_its_query() -> None:
     assert where(request()) == "POST /api/v1/grants/feed"
     assert where(request("/api/v1/apps")) == "POST /api/v1/apps"
+    assert where(request("/api/v1/apps?page_token=a?b")) == "POST /api/v1/apps"
+
+
+class Unanswered(Exception):
+    """An error whose ``response`` is not an HTTP answer (as some libraries' errors carry)."""
+
+    response = "not an answer"
+
+
+@pytest.mark.parametrize(
+    "error", [ConnectionResetError("reset by peer"), Unanswered(), RetriableAPIError("x")]
+)
+def test_an_error_without_an_answer_waits_as_a_dropped_connection(error: Exception) -> None:
+    assert retry_wait(error, 2) == RetryWait(2 * FIRST_WAIT, asked=False)
 
 
 def test_a_failed_attempt_reads_as_the_services_answer_or_the_connections_failure() -> None:
