@@ -138,7 +138,9 @@ def test_a_later_sync_reads_only_the_periods_the_feed_ended_since_its_bookmark(
 
 
 def test_the_removed_accounts_are_asked_for_in_searches_of_a_bounded_size(
-    make_emulator: t.Callable[..., Emulator], monkeypatch: pytest.MonkeyPatch
+    make_emulator: t.Callable[..., Emulator],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """The accounts an app entitlement lost grants of since the bookmark are asked for in
     searches of at most ``ACCOUNTS_PER_SEARCH`` (100: the service documents no limit, and a
@@ -161,8 +163,14 @@ def test_the_removed_accounts_are_asked_for_in_searches_of_a_bounded_size(
     assert min(map(len, removed.values())) > 10
 
     sent: list[dict[str, t.Any]] = []
-    past_grants_sync(emu, state=first.state, searches=sent)
+    with caplog.at_level(logging.INFO):
+        past_grants_sync(emu, state=first.state, searches=sent)
     first_pages = [body for body in sent if not body.get("pageToken")]
+    said = first.state["bookmarks"]["past_grants"]["replication_key_value"]
+    assert (
+        f"past_grants: the feed removed grants of {len(removed)} app entitlement(s) since "
+        f"{said}: {len(first_pages)} search(es)"
+    ) in caplog.messages
     asked: dict[tuple[str, str], list[str]] = {}
     for body in first_pages:
         (ref,) = body["appEntitlementRefs"]

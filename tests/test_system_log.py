@@ -190,6 +190,11 @@ def test_unreadable_events_are_skipped_or_left_without_time_with_one_warning_per
         elif kind == 2:
             spoiled[event.uid] = "no time"
             answer["time"] = "last tuesday"
+        elif kind == 3:  # ids in other JSON types than OCSF's: the typed columns left null
+            spoiled[event.uid] = "odd types"
+            answer["class_uid"] = True
+            answer["severity_id"] = str(answer["severity_id"])
+            answer["actor"]["user"]["uid"] = 42
         return answer
 
     monkeypatch.setattr(served, "event_object", spoil)
@@ -201,7 +206,18 @@ def test_unreadable_events_are_skipped_or_left_without_time_with_one_warning_per
     assert {uid for uid, r in records.items() if r["time"] is None} == {
         uid for uid in kept if spoiled.get(uid) == "no time"
     }
+    odd = [records[uid] for uid in kept if spoiled.get(uid) == "odd types"]
+    assert odd
+    assert {(r["class_uid"], r["severity_id"], r["actor_user_uid"]) for r in odd} == {
+        (None, None, None)
+    }
+    assert all(r["event"]["class_uid"] is True for r in odd)  # the event itself as sent
     warnings = [r.getMessage() for r in caplog.records if "system log event" in r.getMessage()]
-    assert len(warnings) == 3, warnings
+    once = " (further ones this run are not reported)"
+    assert sorted(warnings) == [
+        "A system log event's time is neither epoch milliseconds nor RFC 3339: left null" + once,
+        "Skipping a system log event that is not a JSON object" + once,
+        "Skipping a system log event without metadata.uid" + once,
+    ]
     assert not [w for w in warnings if "tuesday" in w or any(uid in w for uid in spoiled)]
     assert "New replication value is null" not in caplog.text
