@@ -15,9 +15,11 @@ import requests
 from singer_sdk.exceptions import FatalAPIError
 
 from emulator import Dataset, Emulator
+from tap_accessgov.paging import Page
 from tap_accessgov.progress import ProgressCounter
 from tap_accessgov.tap import TapAccessGov
 from tests.conftest import (
+    CREDENTIAL,
     ROOT,
     STREAMS,
     SyncResult,
@@ -693,3 +695,49 @@ def test_the_readme_pseudonymisation_example_leaves_no_personal_value_in_clear()
         assert "profile" not in user
         assert not [name for name in user if name.endswith("Sources")]
     assert "profile" not in result.schemas["users"]["properties"]
+
+
+def test_expanded_paths_that_point_nowhere_are_said_and_left_null(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A path outside the page's ``expanded`` (past its end, at its end, not a path into it)
+    leaves the object null with a warning naming the path; each object no entry references
+    is counted once per page."""
+    stream = TapAccessGov(
+        config={"client_id": CREDENTIAL.client_id, "client_secret": CREDENTIAL.client_secret},
+        parse_env_config=False,
+    ).streams["grant_feed"]
+
+    def entry(n: int, **paths: str) -> dict:
+        feed = {"appId": "a", "appEntitlementId": "e", "appUserId": f"u{n}"}
+        return {"feed": {**feed, "date": f"2024-03-05T06:07:0{n}Z"}, **paths}
+
+    expanded = [{"@type": "App", "id": "a"}, {"@type": "AppUser", "id": "u1"}, {"@type": "X"}]
+    body = {
+        "list": [
+            entry(0, appPath="$.expanded[0]", appUserPath="$.expanded[3]"),
+            entry(1, appUserPath="$.expanded[1]", entitlementPath="$.list[0]"),
+            entry(2, ticketPath="$.expanded[9]"),
+        ],
+        "expanded": expanded,
+    }
+    answer = requests.Response()
+    answer.status_code = 200
+    answer._content = json.dumps(body).encode()
+    answer.request = requests.Request("POST", "http://127.0.0.1/api/v1/grants/feed").prepare()
+    with caplog.at_level(logging.WARNING):
+        records = list(stream.parse_response(Page.read(answer)))
+    assert [
+        (r.get("app"), r.get("appUser"), r.get("entitlement"), r.get("ticket")) for r in records
+    ] == [
+        (expanded[0], None, None, None),
+        (None, expanded[1], None, None),
+        (None, None, None, None),
+    ]
+    assert records[0]["appUserPath"] == "$.expanded[3]"
+    assert caplog.messages == [
+        "Grant feed path '$.expanded[3]' does not point into the page's expanded",
+        "Grant feed path '$.list[0]' does not point into the page's expanded",
+        "Grant feed path '$.expanded[9]' does not point into the page's expanded",
+        "1 expanded object(s) on a grant feed page are referenced by no entry",
+    ]
