@@ -225,3 +225,24 @@ def test_users_alone_reads_the_exclusions_while_the_directory_pages_follow_each_
     # read one after the other): a margin that holds under load, unlike which ends first.
     during = [at for at in exclusions if min(directory) < at < max(directory)]
     assert len(during) >= len(exclusions) / 2, f"{len(during)} of {len(exclusions)} exclusion pages"
+
+
+def test_without_the_directory_users_are_the_exclusions_users_each_once(
+    emulator: Emulator,
+) -> None:
+    """``read_directory: false``: ``users`` is every user of the automation exclusions, found
+    partition by partition as the exclusions are read, each once however many entitlements
+    exclude them."""
+    ds = emulator.dataset
+    config = tap_config(emulator) | {"read_directory": False, "max_concurrency": 1}
+    # users alone: it reads the exclusions itself (else automation_exclusions, synced before
+    # it, would have found their users already)
+    result = sync(config, catalog=catalog_selecting(config, {"users": None}))
+    assert set(result.records) == {"users"}
+    excluded = [
+        entry["user"]["id"]
+        for app_id, entitlement_id in ds.exclusion_entitlements
+        for entry in ds.exclusion_entries(app_id, entitlement_id)
+    ]
+    assert len(excluded) > len(set(excluded)), "users excluded from several entitlements"
+    assert users_read(result) == Counter(set(excluded))
