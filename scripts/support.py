@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -159,6 +160,26 @@ class EmulatorProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+# ----- copies of the work tree ------------------------------------------------------------------
+
+
+def checkout_copy(directory: Path) -> Path:
+    """This checkout's tracked and new (not ignored) files in ``directory``, as they are now:
+    what a clone of it would hold, with the work tree's changes (the README's fresh clone,
+    a release, mutation testing's copies)."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    for name in filter(None, listed.split("\0")):
+        if (ROOT / name).is_file():  # a tracked file deleted in the work tree is left out
+            (directory / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, directory / name, follow_symlinks=False)
+    return directory
 
 
 # ----- Meltano's plugins ---------------------------------------------------------------------

@@ -14,6 +14,7 @@ import json
 import os
 import re
 import subprocess
+import threading
 import time
 import typing as t
 import uuid
@@ -23,6 +24,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
+import requests
 from filelock import FileLock
 
 from emulator import Dataset, Emulator, make_credential
@@ -452,6 +454,21 @@ def without_run(record: dict[str, t.Any]) -> dict[str, t.Any]:
     """A record without the fields that name the run it came from (full-table snapshots:
     ``snapshotAt``, ``completedAt``), for comparing two runs' output."""
     return {k: v for k, v in record.items() if k not in ("snapshotAt", "completedAt")}
+
+
+def watch_bodies(
+    tap: TapAccessGov, stream: str, path: str, seen: t.Callable[[dict[str, t.Any]], None]
+) -> None:
+    """Call ``seen`` with the JSON body of each request ``stream`` sends to ``path``, as its
+    answer arrives, one call at a time (a requests response hook: public API)."""
+    lock = threading.Lock()
+
+    def hook(response: requests.Response, *args: t.Any, **kwargs: t.Any) -> None:
+        if response.request.path_url == path and response.request.body:
+            with lock:
+                seen(json.loads(response.request.body))
+
+    tap.streams[stream].requests_session.hooks["response"].append(hook)  # type: ignore[attr-defined]
 
 
 def run_cli(

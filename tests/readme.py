@@ -14,10 +14,11 @@ those variables itself (the emulator's, the tests' PostgreSQL), and runs every o
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+
+from support import checkout_copy
 
 ROOT = Path(__file__).resolve().parent.parent
 # Where the README says the repository is (its clone, its raw files, its git URL for pip).
@@ -107,21 +108,6 @@ def git(directory: Path, *args: str) -> str:
     return subprocess.run(
         ["git", *identity, *args], cwd=directory, check=True, capture_output=True, text=True
     ).stdout
-
-
-def checkout_copy(directory: Path) -> Path:
-    """This checkout's tracked and new (not ignored) files in ``directory``, as they are now."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT,
-        capture_output=True,
-        check=True,
-    ).stdout.decode()
-    for name in filter(None, listed.split("\0")):
-        if (ROOT / name).is_file():  # a tracked file deleted in the work tree is left out
-            (directory / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, directory / name, follow_symlinks=False)
-    return directory
 
 
 def committed_copy(directory: Path, tag: str | None = None) -> Path:

@@ -5,15 +5,12 @@ many requests as those need; unreadable periods are skipped with one warning per
 from __future__ import annotations
 
 import datetime
-import json
 import logging
-import threading
 import time
 import typing as t
 from collections import Counter
 
 import pytest
-import requests
 
 from emulator import Dataset, Emulator
 from emulator import past_grants as served
@@ -21,7 +18,15 @@ from emulator.timefmt import format_ns
 from emulator.timefmt import parse_rfc3339 as service_ns
 from tap_accessgov.streams import past_grants as past_grants_stream
 from tap_accessgov.tap import TapAccessGov
-from tests.conftest import SMALL_DATASET, SyncResult, catalog_selecting, ns, sync, tap_config
+from tests.conftest import (
+    SMALL_DATASET,
+    SyncResult,
+    catalog_selecting,
+    ns,
+    sync,
+    tap_config,
+    watch_bodies,
+)
 
 PAST = "/api/v1/search/past-grants"
 FEED = "/api/v1/grants/feed"
@@ -78,14 +83,7 @@ def past_grants_sync(
     catalog = catalog_selecting(config, {"past_grants": None})
     tap = TapAccessGov(config=config, state=state, catalog=catalog, parse_env_config=False)
     if searches is not None:
-        lock = threading.Lock()
-
-        def hook(response: requests.Response, *args: t.Any, **kwargs: t.Any) -> None:
-            if response.request.path_url == PAST and response.request.body:
-                with lock:
-                    searches.append(json.loads(response.request.body))
-
-        tap.streams["past_grants"].requests_session.hooks["response"].append(hook)  # type: ignore[attr-defined]
+        watch_bodies(tap, "past_grants", PAST, searches.append)
     return sync(config, tap=tap)
 
 

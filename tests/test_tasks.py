@@ -5,10 +5,8 @@ or decided since the bookmark, resumable windows, concurrency that changes nothi
 from __future__ import annotations
 
 import datetime
-import json
 import logging
 import math
-import threading
 import typing as t
 
 import pytest
@@ -25,6 +23,7 @@ from tests.conftest import (
     ns,
     sync,
     tap_config,
+    watch_bodies,
 )
 
 SEARCH = "/api/v1/search/tasks"
@@ -50,14 +49,7 @@ def tasks_of(
     catalog = catalog_selecting(config, {"tasks": None})
     tap = TapAccessGov(config=config, state=state, catalog=catalog, parse_env_config=False)
     if on_search is not None:
-        lock = threading.Lock()
-
-        def hook(response: requests.Response, *args: t.Any, **kwargs: t.Any) -> None:
-            if response.request.path_url == SEARCH and response.request.body:
-                with lock:
-                    on_search(json.loads(response.request.body))
-
-        tap.streams["tasks"].requests_session.hooks["response"].append(hook)  # type: ignore[attr-defined]
+        watch_bodies(tap, "tasks", SEARCH, on_search)
     return sync(config, tap=tap)
 
 
