@@ -46,7 +46,7 @@ _RETRY_AFTER = urllib3.Retry()  # only its parser is used
 
 def where(request: requests.PreparedRequest) -> str:
     """``METHOD /path`` of a call, without its query: how every message names a call."""
-    return f"{request.method} {request.path_url.split('?', 1)[0]}"
+    return f"{request.method} {request.path_url.partition('?')[0]}"
 
 
 def service_message(response: requests.Response, limit: int = 300) -> str:
