@@ -5,14 +5,19 @@ accounts and users are removed between runs."""
 
 from __future__ import annotations
 
+import json
+import logging
 import time
 import typing as t
 from collections import Counter
 
 import pytest
+import requests
 from singer_sdk.exceptions import FatalAPIError
 
 from emulator import Dataset, Emulator
+from tap_accessgov.paging import Page
+from tap_accessgov.tap import TapAccessGov
 from tests.conftest import (
     CREDENTIAL,
     SMALL_DATASET,
@@ -166,7 +171,10 @@ def test_a_key_that_may_not_read_the_directory_fails_in_one_line_naming_the_sett
     message = str(failed.value)
     assert "\n" not in message
     assert "403" in message
-    assert "read_directory: false" in message
+    assert message.endswith(
+        ". The API key may not read the directory: give it a role that may list users, or "
+        "set read_directory: false to keep users to the users of the automation exclusions."
+    )
     # With the setting, users are the exclusions' users and the directory is not asked.
     result = sync(tap_config(emulator) | {"read_directory": False})
     excluded = {
@@ -246,3 +254,38 @@ def test_without_the_directory_users_are_the_exclusions_users_each_once(
     ]
     assert len(excluded) > len(set(excluded)), "users excluded from several entitlements"
     assert users_read(result) == Counter(set(excluded))
+
+
+def test_users_read_no_exclusion_again_that_the_run_has_read(emulator: Emulator) -> None:
+    """With ``automation_exclusions`` synced before it, ``users`` takes the excluded users it
+    found: the exclusions are asked for once a run, as when that stream is read alone."""
+    config = tap_config(emulator) | {"read_directory": False}
+
+    def exclusion_requests(streams: dict[str, None]) -> int:
+        emulator.reset_stats()
+        sync(config, catalog=catalog_selecting(config, streams))
+        by_path = emulator.stats["api_requests_by_path"]
+        return sum(n for path, n in by_path.items() if path.endswith("/automation/exclusions"))
+
+    alone = exclusion_requests({"automation_exclusions": None})
+    assert alone >= len(emulator.dataset.exclusion_entitlements)
+    assert exclusion_requests({"automation_exclusions": None, "users": None}) == alone
+
+
+def test_a_directory_user_without_an_id_is_skipped_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    stream = TapAccessGov(
+        config={"client_id": CREDENTIAL.client_id, "client_secret": CREDENTIAL.client_secret},
+        parse_env_config=False,
+    ).streams["users"]
+    answer = requests.Response()
+    answer.status_code = 200
+    answer._content = json.dumps(
+        {"list": [{"user": {"id": "u1", "email": "a@example.com"}}, {"user": {"email": "b@x"}}]}
+    ).encode()
+    answer.request = requests.Request("GET", "https://acme.test/api/v1/users?page_size=9").prepare()
+    with caplog.at_level(logging.WARNING):
+        users = list(stream.parse_response(Page.read(answer)))
+    assert users == [{"id": "u1", "email": "a@example.com"}]
+    assert caplog.messages == ["Skipping a user without an id (GET /api/v1/users)"]
