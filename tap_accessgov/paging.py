@@ -102,7 +102,7 @@ class NextPageTokenPaginator(BaseAPIPaginator[str | None]):
 
     @override
     def get_next(self, response: requests.Response) -> str | None:
-        token = page_body(response).get("nextPageToken") or None
+        token: str | None = page_body(response).get("nextPageToken") or None
         if token is not None:
             if token in self._seen:
                 msg = (
@@ -111,7 +111,7 @@ class NextPageTokenPaginator(BaseAPIPaginator[str | None]):
                 )
                 raise RepeatedPageTokenError(msg)
             self._seen.add(token)
-        return t.cast("str | None", token)
+        return token
 
     @override
     def continue_if_empty(self, response: requests.Response) -> bool:

@@ -64,7 +64,11 @@ def test_a_token_cycle_is_refused() -> None:
     paginator = NextPageTokenPaginator()
     for token in ("a", "b", "c"):
         paginator.advance(page({"list": [{}], "nextPageToken": token}))
-    with pytest.raises(FatalAPIError, match="returned a page token it had already returned"):
+    loop = (
+        r"^POST /api/v1/grants/feed returned a page token it had already returned; "
+        r"stopping instead of looping forever$"
+    )
+    with pytest.raises(FatalAPIError, match=loop):
         paginator.advance(page({"list": [{}], "nextPageToken": "a"}))
 
 
