@@ -170,6 +170,19 @@ def test_a_first_run_reads_from_start_date_and_a_since_before_retention_loses_no
     assert len(delivered) < len(truth(emu, 0, bookmark(kept)))
 
 
+def test_a_first_run_without_start_date_reads_the_whole_log(emulator: Emulator) -> None:
+    """No start_date and no bookmark: from the log's first event, each event once."""
+    config = {k: v for k, v in tap_config(emulator).items() if k != "start_date"}
+    result = sync(
+        {**config, "page_size": 50},
+        catalog=catalog_selecting(config, {"system_log": None}),
+    )
+    delivered = uids(result)
+    assert len(delivered) == len(set(delivered))
+    assert sorted(delivered) == truth(emulator, 0, bookmark(result))
+    assert len(delivered) > 1000
+
+
 def test_unreadable_events_are_skipped_or_left_without_time_with_one_warning_per_kind(
     emulator: Emulator, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
