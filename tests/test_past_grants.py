@@ -226,23 +226,28 @@ def test_a_later_sync_with_nothing_removed_searches_the_bookmarks_instant_only(
 def test_unreadable_periods_are_skipped_with_one_warning_per_kind(
     emulator: Emulator, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """A period without a start, one whose end is not a date, one without its account: each
-    kind is said once, without its values; every other period is delivered."""
+    """A period without a start, one whose end is not a date, one without its account, a
+    view without its history object, one that is not an object: each kind is said once,
+    without its values; every other period is delivered, those after a skipped one too."""
     view = served.history_view
     spoiled: dict[str, str] = {}
 
-    def spoil(past: served.PastGrant) -> dict[str, t.Any]:
+    def spoil(past: served.PastGrant) -> t.Any:
         answer = view(past)
         kind = int(past.id.encode().hex(), 16) % 7
+        spoiled[past.id] = past.app_user_id
         if kind == 0:
             answer["history"].pop("grantedAt")
         elif kind == 1:
             answer["history"]["revokedAt"] = format_ns(past.revoked_at)[:10] + " noon"
         elif kind == 2:
             answer["history"]["appUserId"] = ""
+        elif kind == 3:
+            answer.pop("history")
+        elif kind == 4:
+            return [answer]
         else:
-            return answer
-        spoiled[past.id] = answer["history"].get("appUserId") or ""
+            del spoiled[past.id]
         return answer
 
     monkeypatch.setattr(served, "history_view", spoil)
@@ -250,5 +255,11 @@ def test_unreadable_periods_are_skipped_with_one_warning_per_kind(
         result = past_grants_sync(emulator, max_concurrency=1)
     assert periods(result) == [p for p in truth(emulator.dataset) if p[5] not in spoiled]
     warnings = [r.getMessage() for r in caplog.records if "Skipping a past grant" in r.getMessage()]
-    assert len(warnings) == 3, warnings
-    assert not [w for w in warnings for user in spoiled.values() if user and user in w]
+    once = " (further ones this run are not reported)"
+    assert sorted(warnings) == [
+        "Skipping a past grant whose grantedAt or revokedAt is not a date-time" + once,
+        "Skipping a past grant without a grantedAt or a revokedAt" + once,
+        "Skipping a past grant without an app, app entitlement or app user id" + once,
+        "Skipping a past grant without its history object" + once,
+    ]
+    assert not [w for w in warnings for user in spoiled.values() if user in w]
