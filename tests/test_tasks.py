@@ -323,3 +323,32 @@ def test_an_object_without_an_id_is_skipped_with_a_warning_naming_the_call(
     assert [r.getMessage() for r in caplog.records] == [
         "Skipping a task without an id (POST /api/v1/search/tasks)"
     ] * 2
+
+
+def test_a_task_sent_without_updated_at_counts_by_its_creation(
+    tenant: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A service that leaves ``updatedAt`` out of tasks never updated (an older release): each
+    task is still delivered as sent, and the bookmark is the latest creation; a task sent
+    with neither date is delivered and moves nothing."""
+    import emulator.tasks as served
+
+    render = served.omitted
+    undated = min(tenant.dataset.tasks(), key=lambda task: task["id"])["id"]
+
+    def without_updated_at(task: dict[str, t.Any]) -> dict[str, t.Any]:
+        answer = render(task)
+        answer.pop("updatedAt", None)
+        if answer["id"] == undated:
+            answer.pop("createdAt", None)
+        return answer
+
+    monkeypatch.setattr(served, "omitted", without_updated_at)
+    result = tasks_of(task_config(tenant))
+    records = by_id(result.records["tasks"])
+    truth = {task["id"]: task for task in tenant.dataset.tasks()}
+    assert sorted(records) == sorted(truth)
+    assert not any("updatedAt" in record for record in records.values())
+    assert "createdAt" not in records[undated]
+    latest = max(service_ns(task["createdAt"]) for id_, task in truth.items() if id_ != undated)
+    assert ns(result.state["bookmarks"]["tasks"]["replication_key_value"]) == latest

@@ -141,17 +141,6 @@ class SystemLogStream(BodyPaging, WindowedStream):
         )
         return None
 
-    @override
-    def _increment_stream_state(
-        self, latest_record: Record, *, context: Context | None = None
-    ) -> None:
-        """The SDK's per-record bookmark step, skipped for an event without ``time``: it
-        would log a warning for each such event (a third of an older release's log). A
-        private of the SDK, overridden here only: no public hook says a record carries no
-        cursor value. This stream's bookmark is the run's upper bound anyway (``records``)."""
-        if latest_record.get("time") is not None:
-            super()._increment_stream_state(latest_record, context=context)
-
 
 def _key(record: Record) -> Key:
     """An event's key for a window's split, its time (or None) last."""

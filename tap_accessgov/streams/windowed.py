@@ -71,9 +71,14 @@ class RunCappedStream(AccessGovStream):
         the last one taken changes nothing, and is not handed on. The step costs the SDK a
         state lookup and two conversions for every record (a tenth of a grant feed run's
         CPU); the comparison is the SDK's own (text), so the STATEs are the same, byte for
-        byte (tests/test_output.py). A private of the SDK, like ``system_log``'s, which
-        skips events without a time: no public hook sees a record before the state does."""
+        byte (tests/test_output.py). A record without a value (a system log event without
+        ``time``, a task sent without ``updatedAt``) is not handed on either: the SDK would
+        fail on a missing key and warn of each null one, and the run notes such a record's
+        instant itself (``ResumableRun.delivered``, a task's creation). A private of the SDK:
+        no public hook sees a record before the state does."""
         value = latest_record.get(self.replication_key or "")
+        if value is None:
+            return
         if context is None and value.__class__ is str:
             if self._furthest is not None and value <= self._furthest:
                 return
