@@ -352,3 +352,53 @@ def test_a_task_sent_without_updated_at_counts_by_its_creation(
     assert "createdAt" not in records[undated]
     latest = max(service_ns(task["createdAt"]) for id_, task in truth.items() if id_ != undated)
     assert ns(result.state["bookmarks"]["tasks"]["replication_key_value"]) == latest
+
+
+def test_a_tenant_without_tasks_gives_none_and_no_error(
+    tenant: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import emulator.tasks as served
+
+    monkeypatch.setattr(served.Tasks, "indexed", lambda self: [])
+    result = tasks_of(task_config(tenant))
+    assert result.records.get("tasks", []) == []
+    assert "replication_key_value" not in result.state["bookmarks"].get("tasks", {})
+
+
+def test_a_service_that_ignores_the_creation_order_loses_no_task(
+    tenant: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first sync asks for the earliest task to cut its windows from; a service that
+    answers the newest instead: the oldest window is open below, every task still read."""
+    import emulator.tasks as served
+
+    monkeypatch.setitem(served.SORTS, "TASK_SEARCH_SORT_BY_CREATED_AT", lambda task: -task.created)
+    result = tasks_of(task_config(tenant, max_concurrency=4))
+    assert sorted(by_id(result.records["tasks"])) == sorted(
+        task["id"] for task in tenant.dataset.tasks()
+    )
+
+
+def test_a_task_sent_without_an_id_is_skipped_with_the_streams_warning(
+    tenant: Emulator, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import emulator.tasks as served
+
+    render = served.omitted
+    nameless = max(tenant.dataset.tasks(), key=lambda task: task["id"])["id"]
+
+    def without_id(task: dict[str, t.Any]) -> dict[str, t.Any]:
+        answer = render(task)
+        if answer["id"] == nameless:
+            answer.pop("id")
+        return answer
+
+    monkeypatch.setattr(served, "omitted", without_id)
+    with caplog.at_level(logging.WARNING):
+        result = tasks_of(task_config(tenant))
+    assert sorted(by_id(result.records["tasks"])) == sorted(
+        task["id"] for task in tenant.dataset.tasks() if task["id"] != nameless
+    )
+    warnings = [r for r in caplog.records if "without an id" in r.getMessage()]
+    assert [r.getMessage() for r in warnings] == [f"Skipping a task without an id (POST {SEARCH})"]
+    assert {r.name for r in warnings} == {"tap-accessgov.tasks"}
