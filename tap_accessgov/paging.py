@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import typing as t
 from dataclasses import dataclass, field
 
@@ -81,7 +82,13 @@ def viewed_objects(
         if found.get("id"):
             yield found
         else:
-            logger.warning("Skipping a %s without an id (%s)", member, where(page.request))
+            logger.warning("Skipping %s without an id (%s)", _named(member), where(page.request))
+
+
+def _named(member: str) -> str:
+    """A member's name in words, with its article: ``accessReview``, "an access review"."""
+    words = re.sub(r"(?<=[a-z])([A-Z])", r" \1", member).lower()
+    return f"{'an' if words[0] in 'aeio' else 'a'} {words}"
 
 
 class RepeatedPageTokenError(FatalAPIError):

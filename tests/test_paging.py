@@ -192,6 +192,15 @@ def test_the_objects_of_a_lists_views_and_one_without_an_id_skipped_with_a_warni
     ] * 4
     assert list(viewed_objects(page({"list": None}), "task", logger)) == []
     assert list(viewed_objects(page({}), "task", logger)) == []
+    caplog.clear()
+    for member in ("user", "appUser", "appEntitlement", "accessReview"):
+        assert list(viewed_objects(page({"list": [{member: {}}]}), member, logger)) == []
+    assert [r.getMessage().split(" without")[0] for r in caplog.records] == [
+        "Skipping a user",
+        "Skipping an app user",
+        "Skipping an app entitlement",
+        "Skipping an access review",
+    ]
 
 
 class Listed(QueryPaging):

@@ -402,3 +402,30 @@ def test_a_task_sent_without_an_id_is_skipped_with_the_streams_warning(
     warnings = [r for r in caplog.records if "without an id" in r.getMessage()]
     assert [r.getMessage() for r in warnings] == [f"Skipping a task without an id (POST {SEARCH})"]
     assert {r.name for r in warnings} == {"tap-accessgov.tasks"}
+
+
+def test_an_access_review_sent_without_an_id_is_skipped_with_the_streams_warning(
+    tenant: Emulator, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import emulator.reviews as served
+
+    render = served.AccessReviews.record
+    ids = [review["id"] for review in tenant.dataset.access_reviews()]
+    nameless = ids[0]
+
+    def without_id(reviews: served.AccessReviews, review: served.Review) -> dict[str, t.Any]:
+        answer = render(reviews, review)
+        if answer["id"] == nameless:
+            answer.pop("id")
+        return answer
+
+    monkeypatch.setattr(served.AccessReviews, "record", without_id)
+    config = task_config(tenant)
+    with caplog.at_level(logging.WARNING):
+        result = sync(config, catalog=catalog_selecting(config, {"access_reviews": None}))
+    assert sorted(r["id"] for r in result.records["access_reviews"]) == sorted(ids[1:])
+    warnings = [r for r in caplog.records if "without an id" in r.getMessage()]
+    assert [r.getMessage() for r in warnings] == [
+        "Skipping an access review without an id (GET /api/v1/access_reviews)"
+    ]
+    assert {r.name for r in warnings} == {"tap-accessgov.access_reviews"}
