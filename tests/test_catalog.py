@@ -5,6 +5,8 @@ sends them empty."""
 from __future__ import annotations
 
 import json
+import logging
+import typing as t
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -129,7 +131,13 @@ def test_exclusions_are_requested_for_the_entitlements_the_scope_names(
 
 @pytest.mark.parametrize(
     "selected",
-    [("users",), ("apps", "automation_exclusions"), ("app_entitlements", "users"), ("apps",)],
+    [
+        ("users",),
+        ("apps", "automation_exclusions"),
+        ("app_entitlements", "users"),
+        ("apps",),
+        ("apps", "app_entitlements"),  # the SDK syncs app_entitlements first (by name)
+    ],
 )
 def test_the_catalog_is_read_once_whatever_is_selected(
     emulator: Emulator, selected: tuple[str, ...]
@@ -218,3 +226,40 @@ def _deep_populated(value: object) -> object:
     if isinstance(value, list):
         return [_deep_populated(v) for v in value]
     return value
+
+
+def test_an_app_gone_or_without_an_id_is_skipped_with_its_warning_and_the_rest_read(
+    emulator: Emulator, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The apps' list names an app without an id (it cannot be keyed), and one the service no
+    longer knows when its entitlements are asked for (deleted in between): each said once,
+    by what names it; every other app and entitlement read."""
+    import emulator.service as service
+
+    listed = service.list_apps
+
+    def with_two_more(*args: t.Any, **kwargs: t.Any) -> dict[str, t.Any]:
+        page = listed(*args, **kwargs)
+        if not page.get("nextPageToken"):  # the last page
+            page["list"] += [{"id": "app-gone", "displayName": "Gone"}, {"displayName": "x"}]
+        return page
+
+    monkeypatch.setattr(service, "list_apps", with_two_more)
+    config = tap_config(emulator)
+    with caplog.at_level(logging.WARNING):
+        result = sync(
+            config, catalog=catalog_selecting(config, {"apps": None, "app_entitlements": None})
+        )
+    ds = emulator.dataset
+    apps = [r["id"] for r in result.records["apps"]]
+    assert sorted(set(apps)) == sorted({app.id for app in ds.catalog_apps} | {"app-gone"})
+    entitlements = [(r["appId"], r["id"]) for r in result.records["app_entitlements"]]
+    assert sorted(entitlements) == sorted(
+        (app.id, entitlement) for app in ds.catalog_apps for entitlement in app.entitlement_ids
+    )
+    skipped = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Skipping")]
+    assert sorted(skipped) == [
+        "Skipping an app without an id (x)",
+        "Skipping app app-gone: the service does not know it "
+        "(GET /api/v1/apps/app-gone/entitlements answered 404: app not found)",
+    ]

@@ -5,7 +5,6 @@ by app (``app_entitlements``, ``app_users``, ``grants``: one partition per app, 
 from __future__ import annotations
 
 import typing as t
-from operator import itemgetter
 
 from typing_extensions import override
 
@@ -35,16 +34,18 @@ class AppsStream(QueryPaging, AccessGovStream):
 
     def __init__(self, tap: Tap, *, connection: ApiConnection) -> None:
         super().__init__(tap, connection=connection)
-        self._ids: ReadOnce[None, str] = ReadOnce(itemgetter("id"))
+        self._apps: ReadOnce[None, Record] = ReadOnce(lambda app: app)
 
     @override
     def records(self, context: Context | None) -> t.Iterator[Record]:
-        """Every app, keeping their ids once the list is complete."""
-        yield from self._ids.noting(None, self.request_records(None))
+        """Every app, kept once the list is complete: the SDK syncs ``app_entitlements``
+        before ``apps`` (by name), and its ``app_ids`` read the list first."""
+        kept = self._apps.kept(None)
+        yield from kept if kept is not None else self._apps.noting(None, self.request_records(None))
 
     def app_ids(self) -> list[str]:
         """The ids of every app, in the service's order: read once per run."""
-        return self._ids.of(None, lambda: self.records(None))
+        return [app["id"] for app in self._apps.of(None, lambda: self.records(None))]
 
     @override
     def parse_response(self, response: requests.Response) -> t.Iterable[Record]:

@@ -35,6 +35,10 @@ class ReadOnce(t.Generic[K, V]):
             yield record
         self._kept[key] = noted
 
+    def kept(self, key: K) -> list[V] | None:
+        """What was kept of partition ``key``; None when the run has not read it in full."""
+        return self._kept.get(key)
+
     def of(self, key: K, read: Callable[[], Iterable[Record]]) -> list[V]:
         """What was kept of partition ``key``, which ``read`` reads now (its records not
         emitted) unless the run read it in full already."""
