@@ -244,7 +244,17 @@ def test_an_app_gone_or_without_an_id_is_skipped_with_its_warning_and_the_rest_r
             page["list"] += [{"id": "app-gone", "displayName": "Gone"}, {"displayName": "x"}]
         return page
 
+    first_app = emulator.dataset.catalog_apps[0].id
+    entitlements_of = service.list_app_entitlements
+
+    def with_one_without_an_id(catalog: t.Any, tokens: t.Any, app_id: str, *args: t.Any) -> t.Any:
+        page = entitlements_of(catalog, tokens, app_id, *args)
+        if app_id == first_app and not page.get("nextPageToken"):
+            page["list"].append({"appEntitlement": {"displayName": "y"}})
+        return page
+
     monkeypatch.setattr(service, "list_apps", with_two_more)
+    monkeypatch.setattr(service, "list_app_entitlements", with_one_without_an_id)
     config = tap_config(emulator)
     with caplog.at_level(logging.WARNING):
         result = sync(
@@ -257,9 +267,16 @@ def test_an_app_gone_or_without_an_id_is_skipped_with_its_warning_and_the_rest_r
     assert sorted(entitlements) == sorted(
         (app.id, entitlement) for app in ds.catalog_apps for entitlement in app.entitlement_ids
     )
-    skipped = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Skipping")]
-    assert sorted(skipped) == [
-        "Skipping an app without an id (x)",
-        "Skipping app app-gone: the service does not know it "
-        "(GET /api/v1/apps/app-gone/entitlements answered 404: app not found)",
+    skipped = [r for r in caplog.records if r.getMessage().startswith("Skipping")]
+    assert sorted((r.name, r.getMessage()) for r in skipped) == [
+        (
+            "tap-accessgov.app_entitlements",
+            f"Skipping an app entitlement without an id (GET /api/v1/apps/{first_app}/entitlements)",
+        ),
+        (
+            "tap-accessgov.app_entitlements",
+            "Skipping app app-gone: the service does not know it "
+            "(GET /api/v1/apps/app-gone/entitlements answered 404: app not found)",
+        ),
+        ("tap-accessgov.apps", "Skipping an app without an id (x)"),
     ]
