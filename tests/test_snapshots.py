@@ -7,6 +7,8 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
+import re
+import time
 import typing as t
 from pathlib import Path
 
@@ -19,6 +21,7 @@ from tests.conftest import (
     SyncResult,
     catalog_selecting,
     config_file,
+    ns,
     parse_singer,
     run_cli,
     sync,
@@ -27,10 +30,16 @@ from tests.conftest import (
 
 
 def test_full_table_records_name_their_snapshot_and_complete_it_last(emulator: Emulator) -> None:
+    started = time.time_ns() // 1_000_000 * 1_000_000  # completedAt keeps milliseconds
     result = sync(tap_config(emulator))
+    ended = time.time_ns()
     markers = result.records["full_table_snapshots"]
     assert sorted(m["stream"] for m in markers) == sorted(FULL_TABLE)
     (snapshot,) = {m["snapshotAt"] for m in markers}
+    # completed once, after the snapshot began, in UTC to the millisecond
+    (completed,) = {m["completedAt"] for m in markers}
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", completed), completed
+    assert max(started, ns(snapshot) // 1_000_000 * 1_000_000) <= ns(completed) <= ended
     for stream in FULL_TABLE:
         assert result.records[stream]
         assert {r["snapshotAt"] for r in result.records[stream]} == {snapshot}
