@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from emulator import Dataset, Emulator
+from emulator import Dataset, Emulator, service
 from emulator.catalog import app_entitlement_object, app_object
 from tests.conftest import (
     CREDENTIAL,
@@ -234,8 +234,6 @@ def test_an_app_gone_or_without_an_id_is_skipped_with_its_warning_and_the_rest_r
     """The apps' list names an app without an id (it cannot be keyed), and one the service no
     longer knows when its entitlements are asked for (deleted in between): each said once,
     by what names it; every other app and entitlement read."""
-    import emulator.service as service
-
     listed = service.list_apps
 
     def with_two_more(*args: t.Any, **kwargs: t.Any) -> dict[str, t.Any]:

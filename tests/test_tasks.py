@@ -12,7 +12,8 @@ import typing as t
 import pytest
 import requests
 
-from emulator import Dataset, Emulator
+from emulator import Dataset, Emulator, reviews
+from emulator import tasks as served
 from emulator.timefmt import parse_rfc3339 as service_ns
 from tap_accessgov.paging import Page, viewed_objects
 from tap_accessgov.tap import TapAccessGov
@@ -331,8 +332,6 @@ def test_a_task_sent_without_updated_at_counts_by_its_creation(
     """A service that leaves ``updatedAt`` out of tasks never updated (an older release): each
     task is still delivered as sent, and the bookmark is the latest creation; a task sent
     with neither date is delivered and moves nothing."""
-    import emulator.tasks as served
-
     render = served.omitted
     undated = min(tenant.dataset.tasks(), key=lambda task: task["id"])["id"]
 
@@ -357,8 +356,6 @@ def test_a_task_sent_without_updated_at_counts_by_its_creation(
 def test_a_tenant_without_tasks_gives_none_and_no_error(
     tenant: Emulator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import emulator.tasks as served
-
     monkeypatch.setattr(served.Tasks, "indexed", lambda self: [])
     result = tasks_of(task_config(tenant))
     assert result.records.get("tasks", []) == []
@@ -370,8 +367,6 @@ def test_a_service_that_ignores_the_creation_order_loses_no_task(
 ) -> None:
     """The first sync asks for the earliest task to cut its windows from; a service that
     answers the newest instead: the oldest window is open below, every task still read."""
-    import emulator.tasks as served
-
     monkeypatch.setitem(served.SORTS, "TASK_SEARCH_SORT_BY_CREATED_AT", lambda task: -task.created)
     result = tasks_of(task_config(tenant, max_concurrency=4))
     assert sorted(by_id(result.records["tasks"])) == sorted(
@@ -382,8 +377,6 @@ def test_a_service_that_ignores_the_creation_order_loses_no_task(
 def test_a_task_sent_without_an_id_is_skipped_with_the_streams_warning(
     tenant: Emulator, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    import emulator.tasks as served
-
     render = served.omitted
     nameless = max(tenant.dataset.tasks(), key=lambda task: task["id"])["id"]
 
@@ -407,19 +400,17 @@ def test_a_task_sent_without_an_id_is_skipped_with_the_streams_warning(
 def test_an_access_review_sent_without_an_id_is_skipped_with_the_streams_warning(
     tenant: Emulator, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    import emulator.reviews as served
-
-    render = served.AccessReviews.record
+    render = reviews.AccessReviews.record
     ids = [review["id"] for review in tenant.dataset.access_reviews()]
     nameless = ids[0]
 
-    def without_id(reviews: served.AccessReviews, review: served.Review) -> dict[str, t.Any]:
-        answer = render(reviews, review)
+    def without_id(store: reviews.AccessReviews, review: reviews.Review) -> dict[str, t.Any]:
+        answer = render(store, review)
         if answer["id"] == nameless:
             answer.pop("id")
         return answer
 
-    monkeypatch.setattr(served.AccessReviews, "record", without_id)
+    monkeypatch.setattr(reviews.AccessReviews, "record", without_id)
     config = task_config(tenant)
     with caplog.at_level(logging.WARNING):
         result = sync(config, catalog=catalog_selecting(config, {"access_reviews": None}))
