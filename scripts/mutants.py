@@ -71,6 +71,21 @@ COVERED_BY: dict[str, tuple[str, ...]] = {
     "tap_accessgov/streams/system_log.py": ("tests/test_system_log.py",),
     "tap_accessgov/streams/past_grants.py": ("tests/test_past_grants.py",),
     "tap_accessgov/streams/tasks.py": ("tests/test_tasks.py",),
+    # the range reader: the three windowed streams' tests, and the backfill's (windows split,
+    # resumed, read in every order)
+    "tap_accessgov/streams/grant_feed_windows.py": (
+        "tests/test_windows.py",
+        "tests/test_backfill.py",
+        "tests/test_streams.py",
+        "tests/test_system_log.py",
+        "tests/test_tasks.py",
+    ),
+    "tap_accessgov/streams/windowed.py": (
+        "tests/test_backfill.py",
+        "tests/test_streams.py",
+        "tests/test_system_log.py",
+        "tests/test_tasks.py",
+    ),
 }
 # mutmut's exit codes of a mutant's test run, as its stats module names them
 KILLED, SURVIVED = {1, 3, 37}, {0}

@@ -350,7 +350,7 @@ class Backfill:
         )
         merged: list[tuple[int | None, int | None]] = []
         for a, b in intervals:
-            if merged and (merged[-1][1] is None or (a is not None and a <= merged[-1][1])):
+            if merged and (merged[-1][1] is None or a is None or a <= merged[-1][1]):
                 prev_a, prev_b = merged[-1]
                 merged[-1] = (prev_a, None if prev_b is None or b is None else max(prev_b, b))
             else:

@@ -1,0 +1,346 @@
+"""The range reader's arithmetic, as properties: how a range is cut into windows, a window
+into pieces, what a resumed run has left to read, and how the order of a window's pages is
+told. The syncs of test_backfill.py check that a run delivers each event once whatever the
+cut; these pin what the cut itself promises (it tiles, no window narrower than a
+millisecond, each read event skipped by exactly the piece that holds it), so that a change
+of the reader (issue 66's one reader for every windowed stream) keeps it, each checked
+against a computation of its own (points counted one by one, ranks correlated directly)."""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import math
+import random
+
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from tap_accessgov.streams.grant_feed_windows import (
+    BY_DATE,
+    MAX_PIECES,
+    MIN_WIDTH,
+    SAMPLE_PIECES,
+    TARGET_PAGES,
+    Backfill,
+    Window,
+    _at_least_min_width,
+    _minus,
+    _quantile_cut,
+    cut,
+    date_order,
+    pieces,
+)
+from tap_accessgov.timestamps import from_ns
+from tests.conftest import ns
+
+MS = MIN_WIDTH  # one millisecond, the narrowest window
+Bound = int | None
+
+
+def tiles(windows: list[Window], start: Bound, end: Bound) -> bool:
+    """``windows`` cover ``[start, end)`` in order, each beginning where the one before ends."""
+    return (
+        bool(windows)
+        and windows[0].start == start
+        and windows[-1].end == end
+        and all(a.end == b.start for a, b in itertools.pairwise(windows))
+    )
+
+
+def bounded_widths(windows: list[Window]) -> list[int]:
+    return [w.end - w.start for w in windows if w.start is not None and w.end is not None]
+
+
+@given(
+    first=st.integers(-(10**12), 10**12),
+    span=st.integers(1, 10**11),
+    count=st.integers(1, 40),
+    start_unbounded=st.booleans(),
+    end_unbounded=st.booleans(),
+)
+def test_a_cut_tiles_the_range_in_windows_of_equal_width(
+    first: int, span: int, count: int, start_unbounded: bool, end_unbounded: bool
+) -> None:
+    """``count`` windows of equal width (to the nanosecond), fewer where the range is too
+    narrow for windows of a millisecond; an unbounded side stays unbounded, measured on the
+    known span ``[low, high)``."""
+    last = first + span
+    start, end = (None if start_unbounded else first), (None if end_unbounded else last)
+    windows = cut(start, end, first, last, count)
+    assert tiles(windows, start, end)
+    assert len(windows) == max(1, min(count, span // MS))
+    edges = [first, *(w.end for w in windows[:-1]), last]
+    widths = [b - a for a, b in itertools.pairwise(edges)]
+    assert max(widths) - min(widths) <= 1
+    assert all(width >= MS for width in widths) or len(windows) == 1
+
+
+@given(
+    dates=st.lists(st.integers(0, 10**6), min_size=3, max_size=300).map(
+        lambda found: sorted(date * 1000 for date in found)
+    ),
+    count=st.integers(2, 60),
+    start=st.none() | st.integers(-(10**9), 10**8),
+    end=st.none() | st.integers(10**8, 2 * 10**9),
+)
+def test_a_sample_cut_is_at_the_samples_quantiles_a_millisecond_inside_the_range(
+    dates: list[int], count: int, start: Bound, end: Bound
+) -> None:
+    """Cut at the sample's ``count``-quantiles (the date at position ``len * n // count`` of
+    the sorted sample), each one that lies at least a millisecond inside ``[start, end)``,
+    and at no other instant: windows of about equal counts, marked as a sample's cut."""
+    windows = _quantile_cut(start, end, dates, count)
+    assert tiles(windows, start, end)
+    assert all(w.sampled == 1 for w in windows)
+    quantiles = {dates[len(dates) * n // count] for n in range(1, count)}
+    inside = {
+        q
+        for q in quantiles
+        if (start is None or q - start >= MS) and (end is None or end - q >= MS)
+    }
+    assert [w.end for w in windows[:-1]] == sorted(inside)
+
+
+@given(
+    start=st.integers(0, 100 * MS),
+    width=st.integers(0, 200 * MS),
+    edges=st.lists(st.integers(-50 * MS, 350 * MS), max_size=40),
+)
+def test_edges_are_kept_greedily_a_millisecond_apart(
+    start: int, width: int, edges: list[int]
+) -> None:
+    """The edges kept, in order, leave every piece of ``[start, end)`` at least a millisecond
+    wide; an edge is dropped only where it would leave one narrower than that, behind it (to
+    the last edge kept) or ahead of it (to ``end``)."""
+    end = start + width
+    kept = _at_least_min_width(start, end, edges)
+    assert kept == sorted(set(kept))
+    assert set(kept) <= set(edges)
+    assert all(b - a >= MS for a, b in itertools.pairwise([start, *kept, end])) or not kept
+    for edge in set(edges) - set(kept):
+        behind = max((k for k in kept if k <= edge), default=start)
+        assert edge - behind < MS or end - edge < MS
+
+
+SMALL = st.none() | st.integers(-12, 12)
+POINTS = range(-15, 16)
+
+
+def holds(start: Bound, end: Bound, point: int) -> bool:
+    return (start is None or point >= start) and (end is None or point < end)
+
+
+@given(lo=SMALL, hi=SMALL, a=SMALL, b=SMALL)
+def test_a_window_minus_an_interval_holds_exactly_the_points_of_one_not_the_other(
+    lo: Bound, hi: Bound, a: Bound, b: Bound
+) -> None:
+    """``_minus``: the window's parts outside ``[a, b)`` (a completed window: never empty),
+    in order, none empty; counted point by point (None: unbounded)."""
+    assume(a is None or b is None or a < b)
+    parts = _minus(Window(lo, hi), a, b)
+    for point in POINTS:
+        inside = sum(holds(p.start, p.end, point) for p in parts)
+        assert inside == (holds(lo, hi, point) and not holds(a, b, point)), point
+    assert all(p.start is None or p.end is None or p.start < p.end for p in parts)
+    assert all(
+        x.end is not None and y.start is not None and x.end <= y.start
+        for x, y in itertools.pairwise(parts)
+    )
+
+
+INTERVALS = st.lists(st.tuples(SMALL, SMALL), max_size=6)
+
+
+@given(completed=INTERVALS, wanted=INTERVALS)
+def test_a_resumed_backfill_reads_exactly_what_no_completed_window_covered(
+    completed: list[tuple[Bound, Bound]], wanted: list[tuple[Bound, Bound]]
+) -> None:
+    """After windows complete (in any order, overlapping or adjacent), ``remaining`` leaves
+    of the windows asked for exactly the points no completed window held, each once; the
+    completed list stays merged (sorted, apart), and survives the STATE it is saved in."""
+    backfill = Backfill("filters")
+    done = [(a, b) for a, b in completed if a is None or b is None or a < b]
+    for a, b in done:
+        backfill.complete(Window(a, b))
+    asked = [Window(a, b) for a, b in wanted if a is None or b is None or a < b]
+    left = backfill.remaining(asked)
+    for point in POINTS:
+        covered = any(holds(a, b, point) for a, b in done)
+        want = sum(holds(w.start, w.end, point) for w in asked) * (not covered)
+        assert sum(holds(w.start, w.end, point) for w in left) == want, point
+        assert any(holds(a, b, point) for a, b in backfill.completed) == covered, point
+    merged = backfill.completed
+    assert all(
+        x[1] is not None and y[0] is not None and x[1] < y[0] for x, y in itertools.pairwise(merged)
+    )
+    saved = Backfill.from_state({"backfill": backfill.to_state()}, "filters")
+    assert saved == backfill
+    assert Backfill.from_state({"backfill": backfill.to_state()}, "other filters") is None
+    assert Backfill.from_state({"backfill": "not a window list"}, "filters") is None
+
+
+def test_the_latest_date_seen_is_the_greatest_and_is_saved() -> None:
+    backfill = Backfill("f")
+    for date in ("2026-01-02T00:00:00.000000000Z", "2026-01-03T00:00:00.000000000Z"):
+        backfill.saw(date)
+    backfill.saw("2026-01-01T00:00:00.000000000Z")
+    assert backfill.latest == "2026-01-03T00:00:00.000000000Z"
+    assert Backfill.from_state({"backfill": backfill.to_state()}, "f") == backfill
+
+
+def spearman(dates: list[int]) -> float:
+    """Pearson's correlation of each page position with its date's rank (ties ranked in
+    position order): Spearman's rho, computed directly."""
+    n = len(dates)
+    rank = {position: r for r, position in enumerate(sorted(range(n), key=lambda p: dates[p]))}
+    ranks = [rank[p] for p in range(n)]
+    mean = (n - 1) / 2
+    cov = sum((p - mean) * (r - mean) for p, r in enumerate(ranks))
+    var = sum((p - mean) ** 2 for p in range(n))
+    return cov / var
+
+
+@given(st.lists(st.integers(0, 50), max_size=60))
+def test_the_order_of_a_windows_pages_is_the_rank_correlation_of_position_and_date(
+    dates: list[int],
+) -> None:
+    if len(dates) < 3:
+        assert date_order(dates) == 1.0  # too few to tell: read as in date order
+    else:
+        assert math.isclose(date_order(dates), spearman(dates), abs_tol=1e-9)
+
+
+def event(n: int, at: int) -> dict[str, str]:
+    return {
+        "appId": "a",
+        "appEntitlementId": "e",
+        "appUserId": str(n),
+        "eventType": "X",
+        "date": from_ns(at),
+    }
+
+
+def key_of(record: dict[str, str]) -> tuple[str, ...]:
+    return (
+        record["appId"],
+        record["appEntitlementId"],
+        record["appUserId"],
+        record["eventType"],
+        record["date"],
+    )
+
+
+@settings(max_examples=400)
+@given(
+    count=st.integers(20, 240),
+    span=st.integers(1, 1000),
+    rng=st.randoms(use_true_random=False),
+    order=st.sampled_from(["ascending", "descending", "none"]),
+    page=st.integers(5, 40),
+    typical=st.none() | st.floats(0.5, 3.0),
+    start_unbounded=st.booleans(),
+    end_unbounded=st.booleans(),
+    sampled=st.integers(0, 1),
+)
+def test_the_pieces_of_a_window_tile_it_and_skip_each_read_event_in_the_piece_holding_it(
+    count: int,
+    span: int,
+    rng: random.Random,
+    order: str,
+    page: int,
+    typical: float | None,
+    start_unbounded: bool,
+    end_unbounded: bool,
+    sampled: int,
+) -> None:
+    """Whatever the pages say (in date order or none, dense or sparse), a window cut into
+    pieces is tiled by them, none narrower than a millisecond but for its unbounded ends, at
+    most MAX_PIECES (SAMPLE_PIECES for a cut at a sample's quantiles); each event read so far
+    is skipped by the one piece that holds its instant, as often as it was read, and so is
+    each event the window itself was to skip; a sample's cut is marked, one by date not.
+    The events read lie in the window's first ``span`` ms of 1,000 (pages that cover little
+    of it are what gets a window cut)."""
+    instants = [rng.randrange(span * MS) for _ in range(count)]
+    if order != "none":
+        instants.sort(reverse=order == "descending")
+    records = [event(n, at) for n, at in enumerate(instants)]
+    delivered = [records[i : i + page] for i in range(0, len(records) - page + 1, page)]
+    earlier = collections.Counter({key_of(event(-1, 500 * MS)): 2})
+    window = Window(
+        None if start_unbounded else 0,
+        None if end_unbounded else 1000 * MS,
+        skip=earlier,
+        sampled=sampled,
+    )
+    children = pieces(window, delivered, typical, 0, 1000 * MS, key_of)
+    if len(delivered) < 2:
+        assert children == [], "one full page may be all there is"
+    if not children:
+        return
+    assert tiles(children, window.start, window.end)
+    assert all(width >= MS for width in bounded_widths(children))
+    by_sample = all(child.sampled == sampled + 1 for child in children)
+    assert by_sample or all(child.sampled == 0 for child in children)
+    assert len(children) <= (SAMPLE_PIECES if by_sample else MAX_PIECES + 1)
+    read = collections.Counter(key_of(r) for p in delivered for r in p) + earlier
+    for child in children:
+        want = collections.Counter({k: n for k, n in read.items() if child.contains(instant_of(k))})
+        assert child.skip == want
+    skipped = sum((child.skip or collections.Counter() for child in children), start=read - read)
+    assert skipped == read
+
+
+def instant_of(key: tuple[str, ...]) -> int:
+    return ns(key[-1])
+
+
+def test_a_window_read_in_date_order_is_cut_ahead_in_pieces_of_about_target_pages() -> None:
+    """Two full ascending pages of 100 events a millisecond apart cover the window's first
+    200 ms of 3,200: about 30 pages lie ahead, read as pieces of about TARGET_PAGES pages
+    each, and the part read becomes one piece of its own (its events skipped there)."""
+    records = [event(n, n * MS) for n in range(200)]
+    delivered = [records[:100], records[100:]]
+    children = pieces(Window(0, 3200 * MS), delivered, None, 0, 3200 * MS, key_of)
+    read_part, *ahead = children
+    assert read_part == Window(0, 199 * MS)  # the last instant read joins the piece ahead
+    assert sum(read_part.skip.values()) == 199
+    pages_ahead = (3200 - 199) / 100
+    assert len(ahead) == math.ceil(pages_ahead / TARGET_PAGES)
+    widths = bounded_widths(ahead)
+    assert max(widths) - min(widths) <= 1
+
+
+@given(
+    count=st.integers(40, 240),
+    span=st.integers(20, 1000),
+    rng=st.randoms(use_true_random=False),
+    page=st.integers(10, 40),
+    typical=st.floats(0.5, 4.0),
+)
+def test_a_window_read_in_no_date_order_is_cut_at_its_samples_quantiles_once_it_runs_long(
+    count: int, span: int, rng: random.Random, page: int, typical: float
+) -> None:
+    """Pages in no date order are a sample of the window's dates: once the window has gone on
+    for twice the pages of the windows completed so far (``typical``), it is cut at the
+    sample's ``SAMPLE_PIECES``-quantiles (those a millisecond apart), into pieces of about
+    equal counts; not before a window completed, not sooner, and a piece of such a cut is not
+    cut again."""
+    instants = [rng.randrange(span * MS) for _ in range(count)]
+    records = [event(n, at) for n, at in enumerate(instants)]
+    delivered = [records[i : i + page] for i in range(0, len(records) - page + 1, page)]
+    read = [instant for p in delivered for instant in (ns(r["date"]) for r in p)]
+    assume(len(delivered) >= 2 and abs(spearman(read)) < BY_DATE)
+    window = Window(0, 1000 * MS)
+    children = pieces(window, delivered, typical, 0, 1000 * MS, key_of)
+    assert pieces(window, delivered, None, 0, 1000 * MS, key_of) == []
+    if len(delivered) < 2 * typical:
+        assert children == []
+        return
+    ordered = sorted(read)
+    quantiles = [ordered[len(ordered) * n // SAMPLE_PIECES] for n in range(1, SAMPLE_PIECES)]
+    edges = [c.end for c in children[:-1]]
+    assert edges == _at_least_min_width(0, 1000 * MS, quantiles)
+    assert all(child.sampled == 1 for child in children)
+    if children:
+        assert pieces(children[0], delivered, typical, 0, 1000 * MS, key_of) == []
