@@ -13,13 +13,14 @@ import itertools
 import math
 import random
 
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from tap_accessgov.streams.grant_feed_windows import (
     BY_DATE,
     MAX_PIECES,
     MIN_WIDTH,
+    SAMPLE_CUTS,
     SAMPLE_PIECES,
     TARGET_PAGES,
     Backfill,
@@ -84,6 +85,7 @@ def test_a_cut_tiles_the_range_in_windows_of_equal_width(
     start=st.none() | st.integers(-(10**9), 10**8),
     end=st.none() | st.integers(10**8, 2 * 10**9),
 )
+@example(dates=[MS, MS, MS], count=2, start=0, end=2 * MS)  # a quantile a millisecond inside
 def test_a_sample_cut_is_at_the_samples_quantiles_a_millisecond_inside_the_range(
     dates: list[int], count: int, start: Bound, end: Bound
 ) -> None:
@@ -107,6 +109,8 @@ def test_a_sample_cut_is_at_the_samples_quantiles_a_millisecond_inside_the_range
     width=st.integers(0, 200 * MS),
     edges=st.lists(st.integers(-50 * MS, 350 * MS), max_size=40),
 )
+@example(start=0, width=2 * MS, edges=[MS])  # a millisecond from each side: kept
+@example(start=0, width=3 * MS, edges=[MS, 2 * MS])
 def test_edges_are_kept_greedily_a_millisecond_apart(
     start: int, width: int, edges: list[int]
 ) -> None:
@@ -324,8 +328,7 @@ def test_a_window_read_in_no_date_order_is_cut_at_its_samples_quantiles_once_it_
     """Pages in no date order are a sample of the window's dates: once the window has gone on
     for twice the pages of the windows completed so far (``typical``), it is cut at the
     sample's ``SAMPLE_PIECES``-quantiles (those a millisecond apart), into pieces of about
-    equal counts; not before a window completed, not sooner, and a piece of such a cut is not
-    cut again."""
+    equal counts; not before a window completed, nor sooner."""
     instants = [rng.randrange(span * MS) for _ in range(count)]
     records = [event(n, at) for n, at in enumerate(instants)]
     delivered = [records[i : i + page] for i in range(0, len(records) - page + 1, page)]
@@ -342,5 +345,34 @@ def test_a_window_read_in_no_date_order_is_cut_at_its_samples_quantiles_once_it_
     edges = [c.end for c in children[:-1]]
     assert edges == _at_least_min_width(0, 1000 * MS, quantiles)
     assert all(child.sampled == 1 for child in children)
-    if children:
-        assert pieces(children[0], delivered, typical, 0, 1000 * MS, key_of) == []
+
+
+def test_pages_correlated_with_their_dates_by_exactly_by_date_are_read_as_in_date_order() -> None:
+    """``BY_DATE`` is where date order begins: three events sent at 0, 2 and 1 ms (a rank
+    correlation of exactly 0.5), in two full pages of a window of a second, are a run of its
+    first instants, and the rest of it is cut ahead; read as a sample, with no window
+    completed yet, it would not be cut at all."""
+    sent = [event(0, 0), event(1, 2 * MS), event(2, 1 * MS)]
+    assert date_order([ns(r["date"]) for r in sent]) == BY_DATE
+    children = pieces(Window(0, 1000 * MS), [sent[:1], sent[1:]], None, 0, 1000 * MS, key_of)
+    assert len(children) > 2
+    assert all(child.sampled == 0 for child in children)
+
+
+def test_a_window_cut_from_a_sample_is_not_cut_again_and_each_pages_dates_are_read_once() -> None:
+    """A window made by a sample cut (``sampled``: SAMPLE_CUTS of them) is read on, however
+    long it runs; and the dates of the pages already measured are kept in the caller's
+    ``page_dates``, completed by each call for the pages that arrived since."""
+    rng = random.Random(5)
+    records = [event(n, rng.randrange(1000 * MS)) for n in range(200)]
+    pages = [records[:50], records[50:100], records[100:150], records[150:]]
+    fresh = Window(0, 1000 * MS)
+    assert len(pieces(fresh, pages, 1.0, 0, 1000 * MS, key_of)) == SAMPLE_PIECES
+    cut_before = Window(0, 1000 * MS, sampled=SAMPLE_CUTS)
+    assert pieces(cut_before, pages, 1.0, 0, 1000 * MS, key_of) == []
+
+    kept: list[list[int]] = []
+    pieces(fresh, pages[:2], None, 0, 1000 * MS, key_of, kept)
+    assert kept == [[ns(r["date"]) for r in page] for page in pages[:2]]
+    pieces(fresh, pages, None, 0, 1000 * MS, key_of, kept)
+    assert kept == [[ns(r["date"]) for r in page] for page in pages]
