@@ -18,12 +18,15 @@ diff. Not part of the test command: a module takes minutes to an hour.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 import tomllib
 from collections import Counter
 from dataclasses import dataclass, field
@@ -87,9 +90,17 @@ COVERED_BY: dict[str, tuple[str, ...]] = {
         "tests/test_tasks.py",
     ),
 }
-# mutmut's exit codes of a mutant's test run, as its stats module names them
+# mutmut's exit codes of a mutant's test run, as its stats module names them; -9: stopped by
+# ``stop_hung_mutants`` (a mutant that waits forever uses no CPU, so mutmut's limit, on CPU
+# time, never ends it)
 KILLED, SURVIVED = {1, 3, 37}, {0}
-TIMEOUT = {24, -24, 36, 152, 255}
+TIMEOUT = {24, -24, 36, 152, 255, -9}
+# A mutant's run that takes longer than this on the wall clock is stopped as hung: the tests
+# that cover one module take seconds to a minute or two (a worker that never answers, a
+# queue read without end: the range reader's mutants).
+HUNG_AFTER = 300  # s
+# Mutants run at once: more than the cores, since a hung one holds its slot idle until stopped.
+CHILDREN = 2 * (os.cpu_count() or 1)
 
 
 @dataclass
@@ -109,10 +120,14 @@ class Score:
         return (self.by_status["killed"] + self.by_status["timeout"]) / tested if tested else 0.0
 
 
-def work_tree(module: str, tests: tuple[str, ...]) -> Path:
+def work_tree(module: str, tests: tuple[str, ...], resume: bool) -> Path:
     """A copy of the work tree's files (tracked and new) for ``module``'s run, its
-    pyproject.toml saying to mutmut what to change and which tests to run."""
+    pyproject.toml saying to mutmut what to change and which tests to run; with ``resume``,
+    the copy of an earlier run that stopped, where mutmut goes on with the mutants not
+    tested yet."""
     work = WORK / module.replace("/", "_").removesuffix(".py")
+    if resume and (work / "mutants").exists():
+        return work
     shutil.rmtree(work, ignore_errors=True)
     checkout_copy(work)
     # mutmut changes no decorated function (a decorator runs when the function is defined);
@@ -136,13 +151,22 @@ def work_tree(module: str, tests: tuple[str, ...]) -> Path:
     return work
 
 
-def run(module: str, tests: tuple[str, ...]) -> Score:
-    work = work_tree(module, tests)
+def run(module: str, tests: tuple[str, ...], resume: bool = False) -> Score:
+    work = work_tree(module, tests, resume)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     log = work / "mutmut.log"
     print(f"\n== {module}: mutmut run against {', '.join(tests)} (log: {log}) ==", flush=True)
-    with log.open("w") as out:
-        subprocess.run([BIN / "mutmut", "run"], cwd=work, env=env, stdout=out, stderr=out)
+    with log.open("a" if resume else "w") as out:
+        mutmut = subprocess.Popen(
+            [BIN / "mutmut", "run", "--max-children", str(CHILDREN)],
+            cwd=work,
+            env=env,
+            stdout=out,
+            stderr=out,
+        )
+        while mutmut.poll() is None:
+            stop_hung_mutants()
+            time.sleep(5)
     meta_file = work / "mutants" / f"{module}.meta"
     if not meta_file.exists():
         sys.exit(f"mutmut found nothing to report for {module}; its log ends:\n{tail(log)}")
@@ -170,6 +194,19 @@ def run(module: str, tests: tuple[str, ...]) -> Score:
     return score
 
 
+def stop_hung_mutants() -> None:
+    """Stop each mutant's run (a process mutmut titles ``mutmut: <mutant>``) older than
+    ``HUNG_AFTER``: mutmut records it as killed by a signal, counted here as a timeout."""
+    listing = subprocess.run(
+        ["ps", "-eo", "pid=,etimes=,args="], capture_output=True, text=True, check=False
+    )
+    for line in listing.stdout.splitlines():
+        pid, seconds, args = line.split(None, 2)
+        if args.startswith("mutmut: ") and int(seconds) > HUNG_AFTER:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid), signal.SIGKILL)
+
+
 def tail(log: Path, lines: int = 30) -> str:
     """The end of a log that draws its progress with carriage returns, line by line."""
     return "\n".join(log.read_text(errors="replace").replace("\r", "\n").splitlines()[-lines:])
@@ -178,11 +215,16 @@ def tail(log: Path, lines: int = 30) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("modules", nargs="*", help=f"default: {', '.join(COVERED_BY)}")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="go on with a module's earlier run that stopped (its copy in .mutants/)",
+    )
     args = parser.parse_args()
     unknown = [m for m in args.modules if m not in COVERED_BY]
     if unknown:
         parser.error(f"no tests named for {', '.join(unknown)}: add them to COVERED_BY")
-    scores = [run(module, COVERED_BY[module]) for module in args.modules or COVERED_BY]
+    scores = [run(module, COVERED_BY[module], args.resume) for module in args.modules or COVERED_BY]
     print(
         "\nmodule                                       mutants  killed  survived  timeout  score"
     )
