@@ -95,10 +95,10 @@ COVERED_BY: dict[str, tuple[str, ...]] = {
 # time, never ends it)
 KILLED, SURVIVED = {1, 3, 37}, {0}
 TIMEOUT = {24, -24, 36, 152, 255, -9}
-# A mutant's run that takes longer than this on the wall clock is stopped as hung: the tests
-# that cover one module take seconds to a minute or two (a worker that never answers, a
-# queue read without end: the range reader's mutants).
-HUNG_AFTER = 300  # s
+# A mutant's run that uses no CPU for this long is stopped as hung (a worker that never
+# answers, a queue read without end: the range reader's mutants); a run that waits on
+# purpose (a retry's back-off, a service's latency) waits seconds, and a long one works.
+HUNG_AFTER = 60  # s
 # Mutants run at once: more than the cores, since a hung one holds its slot idle until stopped.
 CHILDREN = 2 * (os.cpu_count() or 1)
 
@@ -164,8 +164,9 @@ def run(module: str, tests: tuple[str, ...], resume: bool = False) -> Score:
             stdout=out,
             stderr=out,
         )
+        progress: dict[int, tuple[int, float]] = {}
         while mutmut.poll() is None:
-            stop_hung_mutants()
+            stop_hung_mutants(progress)
             time.sleep(5)
     meta_file = work / "mutants" / f"{module}.meta"
     if not meta_file.exists():
@@ -194,17 +195,26 @@ def run(module: str, tests: tuple[str, ...], resume: bool = False) -> Score:
     return score
 
 
-def stop_hung_mutants() -> None:
-    """Stop each mutant's run (a process mutmut titles ``mutmut: <mutant>``) older than
-    ``HUNG_AFTER``: mutmut records it as killed by a signal, counted here as a timeout."""
+def stop_hung_mutants(progress: dict[int, tuple[int, float]]) -> None:
+    """Stop each mutant's run (a process mutmut titles ``mutmut: <mutant>``) whose CPU time
+    has not grown for ``HUNG_AFTER`` seconds: mutmut records it as killed by a signal,
+    counted here as a timeout. ``progress``: each run's CPU seconds and when they last grew,
+    kept from one call to the next."""
     listing = subprocess.run(
-        ["ps", "-eo", "pid=,etimes=,args="], capture_output=True, text=True, check=False
+        ["ps", "-eo", "pid=,times=,args="], capture_output=True, text=True, check=False
     )
+    now = time.monotonic()
     for line in listing.stdout.splitlines():
-        pid, seconds, args = line.split(None, 2)
-        if args.startswith("mutmut: ") and int(seconds) > HUNG_AFTER:
+        pid_text, cpu_text, args = line.split(None, 2)
+        if not args.startswith("mutmut: "):
+            continue
+        pid, cpu = int(pid_text), int(cpu_text)
+        last_cpu, since = progress.get(pid, (-1, now))
+        if cpu != last_cpu:
+            progress[pid] = (cpu, now)
+        elif now - since > HUNG_AFTER:
             with contextlib.suppress(ProcessLookupError):
-                os.kill(int(pid), signal.SIGKILL)
+                os.kill(pid, signal.SIGKILL)
 
 
 def tail(log: Path, lines: int = 30) -> str:
