@@ -498,16 +498,19 @@ def test_no_worker_thread_outlives_a_sync(skewed: Emulator) -> None:
 
 class _ClosingOutput(io.RawIOBase):
     """A loader that stops reading after ``messages`` writes: the next raises BrokenPipeError,
-    as a closed pipe does (the tap writes each message, or batch of records, in one call)."""
+    as a closed pipe does (the tap writes each message, or batch of records, in one call),
+    after ``stalling`` seconds in which it reads nothing."""
 
-    def __init__(self, messages: int) -> None:
+    def __init__(self, messages: int, stalling: float = 0.0) -> None:
         self.left = messages
+        self.stalling = stalling
 
     def writable(self) -> bool:
         return True
 
     def write(self, data: t.Any) -> int:
         if self.left <= 0:
+            time.sleep(self.stalling)
             raise BrokenPipeError
         self.left -= 1
         return len(data)
@@ -545,6 +548,36 @@ def test_no_worker_thread_outlives_a_sync_that_fails_outside_its_records(
         workers.discard(threading.main_thread())  # it reads a window itself at first
         assert workers, "worker threads fetched"
         assert not [thread.name for thread in workers if thread.is_alive()]
+
+
+def test_a_loader_that_stalls_while_the_workers_fill_the_page_queue_then_closes_ends_the_sync(
+    skewed: Emulator,
+) -> None:
+    """The loader stops reading for a second, long enough for eight workers to fill the
+    queue of pages on their way to the main thread, then closes: each worker, waiting for
+    room in the queue, gives up once the sync stops, and the sync ends (a worker that waited
+    for room without end would hold the sync's end, which joins it, forever)."""
+    config = {**feed_config(skewed), "max_concurrency": 8, "page_size": 10}
+    tap = TapAccessGov(
+        config=config,
+        catalog=catalog_selecting(config, {"grant_feed": None}),
+        parse_env_config=False,
+    )
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            tap.sync_all()
+        except BaseException as exc:  # the failure is what the test reads
+            failed.append(exc)
+
+    out = io.TextIOWrapper(io.BufferedWriter(_ClosingOutput(40, stalling=1.0), buffer_size=1))
+    with contextlib.redirect_stdout(out):
+        syncing = threading.Thread(target=run, daemon=True)
+        syncing.start()
+        syncing.join(timeout=60)
+    assert not syncing.is_alive(), "the sync never ended: a worker waits for room in the queue"
+    assert [type(exc) for exc in failed] == [OutputClosedError]
 
 
 @pytest.mark.cli
