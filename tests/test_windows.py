@@ -9,7 +9,9 @@ against a computation of its own (points counted one by one, ranks correlated di
 from __future__ import annotations
 
 import collections
+import hashlib
 import itertools
+import json
 import math
 import random
 
@@ -30,6 +32,7 @@ from tap_accessgov.streams.grant_feed_windows import (
     _quantile_cut,
     cut,
     date_order,
+    filters_digest,
     pieces,
 )
 from tap_accessgov.timestamps import from_ns
@@ -59,16 +62,27 @@ def bounded_widths(windows: list[Window]) -> list[int]:
     count=st.integers(1, 40),
     start_unbounded=st.booleans(),
     end_unbounded=st.booleans(),
+    known_below=st.integers(0, 10**11),
+    known_above=st.integers(0, 10**11),
 )
 def test_a_cut_tiles_the_range_in_windows_of_equal_width(
-    first: int, span: int, count: int, start_unbounded: bool, end_unbounded: bool
+    first: int,
+    span: int,
+    count: int,
+    start_unbounded: bool,
+    end_unbounded: bool,
+    known_below: int,
+    known_above: int,
 ) -> None:
-    """``count`` windows of equal width (to the nanosecond), fewer where the range is too
-    narrow for windows of a millisecond; an unbounded side stays unbounded, measured on the
-    known span ``[low, high)``."""
+    """``count`` windows of equal width (to the nanosecond) over ``[start, end)``, fewer where
+    the range is too narrow for windows of a millisecond; an unbounded side stays unbounded,
+    measured where the events are known to be (``[low, high)``, here as wide as the range
+    on that side: a bounded side is measured from itself, not from what is known)."""
     last = first + span
     start, end = (None if start_unbounded else first), (None if end_unbounded else last)
-    windows = cut(start, end, first, last, count)
+    low = first if start_unbounded else first - known_below
+    high = last if end_unbounded else last + known_above
+    windows = cut(start, end, low, high, count)
     assert tiles(windows, start, end)
     assert len(windows) == max(1, min(count, span // MS))
     edges = [first, *(w.end for w in windows[:-1]), last]
@@ -376,3 +390,22 @@ def test_a_window_cut_from_a_sample_is_not_cut_again_and_each_pages_dates_are_re
     assert kept == [[ns(r["date"]) for r in page] for page in pages[:2]]
     pieces(fresh, pages, None, 0, 1000 * MS, key_of, kept)
     assert kept == [[ns(r["date"]) for r in page] for page in pages]
+
+
+FILTERING = ("app_ids", "app_entitlement_refs", "app_user_refs", "user_ids", "expand_mask")
+
+
+def test_completed_windows_count_only_for_the_same_filtering_settings() -> None:
+    """A STATE's completed windows hold the events of one query: ``filters`` is the first 16
+    hex digits of SHA-256 of the settings that filter the feed (or shape its events) as
+    sorted JSON, unset ones null, which every version of the same major version writes
+    alike (CHANGELOG.md: a STATE resumes across them). Each of them changes it; another
+    setting does not."""
+    config = {"app_ids": ["a"], "page_size": 100, "start_date": "2026-01-01T00:00:00Z"}
+    text = json.dumps({name: config.get(name) for name in sorted(FILTERING)}, sort_keys=True)
+    assert filters_digest(config) == hashlib.sha256(text.encode()).hexdigest()[:16]
+    for name in FILTERING:
+        assert filters_digest({**config, name: ["other"]}) != filters_digest(config), name
+    assert filters_digest({**config, "page_size": 10, "start_date": None}) == (
+        filters_digest(config)
+    )
