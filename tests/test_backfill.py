@@ -103,6 +103,7 @@ class Bodies:
     def __init__(self, tap: TapAccessGov) -> None:
         self.sent: list[dict[str, t.Any]] = []
         self.more: dict[tuple[t.Any, ...], bool] = {}
+        self.threads: dict[tuple[t.Any, ...], set[threading.Thread]] = {}  # that read a query
         self._lock = threading.Lock()
         tap.streams["grant_feed"].requests_session.hooks["response"].append(self._hook)  # type: ignore[attr-defined]
 
@@ -118,6 +119,7 @@ class Bodies:
             with self._lock:
                 self.sent.append(body)
                 self.more[query] = bool(response.json().get("nextPageToken"))
+                self.threads.setdefault(query, set()).add(threading.current_thread())
 
 
 @dataclass(frozen=True)
@@ -775,6 +777,14 @@ def test_one_window_at_a_time_reads_each_window_to_its_end_unsplit(
     probes = [query for query in abandoned if query[2] == 10]
     assert sorted(abandoned, key=str) == sorted([sample, *probes], key=str)
     assert len(bodies.more) > 8, "read in windows"
+    # and each in the main thread: one window at a time needs no worker (the first round,
+    # the sample and the probes, is sent at once)
+    read_by = {query: threads for query, threads in bodies.threads.items() if query[2] != 10}
+    del read_by[sample]
+    assert read_by
+    assert {thread for threads in read_by.values() for thread in threads} == {
+        threading.main_thread()
+    }
 
 
 def test_a_dense_window_of_an_unordered_feed_is_cut_at_its_dates_quantiles() -> None:

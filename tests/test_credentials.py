@@ -83,7 +83,9 @@ def test_good_secret_parses_to_the_same_key() -> None:
 
 def _variants() -> list[tuple[str, str]]:
     jwk = good_jwk()
-    other = Ed25519PrivateKey.generate().public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+    # another key, the same in every pytest-xdist worker (each collects the parameters)
+    other_key = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
+    other = other_key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
     encoded = CREDENTIAL.client_secret.rsplit(":", 1)[1]
     return [
         ("", "is empty"),
@@ -113,7 +115,11 @@ def _variants() -> list[tuple[str, str]]:
     ]
 
 
-@pytest.mark.parametrize(("secret", "message"), _variants())
+VARIANTS = _variants()
+
+
+# Named by what is wrong, not by the secret: a key would show in every test report.
+@pytest.mark.parametrize(("secret", "message"), VARIANTS, ids=[message for _, message in VARIANTS])
 def test_client_secret_errors(secret: str, message: str) -> None:
     with pytest.raises(CredentialError, match=f"^client_secret: .*{message}") as caught:
         parse_client_secret(secret)
