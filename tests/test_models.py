@@ -767,7 +767,10 @@ def test_models_on_spark_equal_the_emulators_truth(
     first with unset fields omitted, the second, after new events, with them sent empty (as a
     service release may change its marshalling), so the files hold both shapes, every
     full-table stream twice and the bookmark instant's events again. The second build
-    appends to the history models (their incremental path)."""
+    appends to the history models (their incremental path) and runs the models' tests on
+    Spark, over both runs' rows; the first builds the models alone (``dbt-spark:run``: the
+    tests are a Spark job each, a fifth of the test's machine CPU, and they hold on DuckDB
+    and PostgreSQL after every run of their scenarios)."""
     import duckdb
 
     ds = e2e_emulator.dataset
@@ -775,7 +778,7 @@ def test_models_on_spark_equal_the_emulators_truth(
     env, query = spark_models(e2e_emulator, tmp_path, as_of)
 
     e2e_emulator.emit_unpopulated = False
-    meltano("run", "tap-accessgov", "target-jsonl", "dbt-spark:build", env=env)
+    meltano("run", "tap-accessgov", "target-jsonl", "dbt-spark:run", env=env)
     e2e_emulator.add_events(count=NEW_EVENTS)
     e2e_emulator.emit_unpopulated = True
     meltano("run", "tap-accessgov", "target-jsonl", "dbt-spark:build", env=env)
