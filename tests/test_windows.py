@@ -14,6 +14,8 @@ import itertools
 import json
 import math
 import random
+import threading
+import typing as t
 
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
@@ -27,6 +29,7 @@ from tap_accessgov.streams.grant_feed_windows import (
     TARGET_PAGES,
     Backfill,
     Window,
+    WindowReader,
     _at_least_min_width,
     _minus,
     _quantile_cut,
@@ -36,11 +39,13 @@ from tap_accessgov.streams.grant_feed_windows import (
     key,
     pieces,
 )
+from tap_accessgov.streams.workers import Workers
 from tap_accessgov.timestamps import from_ns
 from tests.conftest import ns
 
 MS = MIN_WIDTH  # one millisecond, the narrowest window
 Bound = int | None
+Record = dict[str, t.Any]
 
 
 def tiles(windows: list[Window], start: Bound, end: Bound) -> bool:
@@ -403,3 +408,50 @@ def test_completed_windows_count_only_for_the_same_filtering_settings() -> None:
     assert filters_digest({**config, "page_size": 10, "start_date": None}) == (
         filters_digest(config)
     )
+
+
+def test_before_any_window_completes_a_window_in_no_date_order_is_read_on_uncut() -> None:
+    """The reader with two windows in flight: the first sends page after page in no date
+    order while the second does not answer until the first completes, so no window has
+    completed while the first is read and nothing says how many pages a window takes
+    (``typical_pages`` None): the first is read to its end, not cut. Then the reader knows
+    the windows' average."""
+    rng = random.Random(7)
+    dense = [event(n, rng.randrange(500 * MS)) for n in range(60)]
+    assert abs(date_order([ns(r["date"]) for r in dense])) < BY_DATE
+    first, second = Window(0, 500 * MS), Window(500 * MS, 1000 * MS)
+    first_done = threading.Event()
+
+    def read(window: Window) -> list[Record]:
+        if window == second:
+            first_done.wait(timeout=10)
+            return [event(100, 600 * MS)]
+        return dense
+
+    asked: list[float | None] = []
+
+    def split(
+        window: Window, pages: list[list[Record]], dates: list[list[int]], typical: float | None
+    ) -> list[Window]:
+        asked.append(typical)
+        return pieces(window, pages, typical, 0, 1000 * MS, key_of, dates)
+
+    completed: list[Window] = []
+
+    def complete(window: Window) -> None:
+        completed.append(window)
+        first_done.set()
+
+    reader = WindowReader(
+        read=read,
+        split=split,
+        page_size=10,
+        workers=Workers(2, threading.Event(), "test-reader"),
+        count=2,
+    )
+    reader.in_flight.allowed = 2  # both at once from the start, each in a worker
+    records = list(reader.records([first, second], complete))
+    assert sorted(map(key_of, records)) == sorted(map(key_of, [*dense, event(100, 600 * MS)]))
+    assert asked == [None] * 6, "each of the first's six pages measured, none cut"
+    assert completed == [first, second]
+    assert reader.typical_pages == (6 + 1) / 2
