@@ -455,3 +455,28 @@ def test_before_any_window_completes_a_window_in_no_date_order_is_read_on_uncut(
     assert asked == [None] * 6, "each of the first's six pages measured, none cut"
     assert completed == [first, second]
     assert reader.typical_pages == (6 + 1) / 2
+
+
+def test_a_piece_skips_each_event_as_often_as_it_was_read_by_the_streams_own_key() -> None:
+    """A piece of a split window skips what the window delivered before the split: as a
+    multiset (an event the service sends twice, read twice, is skipped twice and no more),
+    by the key the stream gives (here a system log event's uid and time, not a grant
+    event's fields)."""
+
+    def log_key(record: Record) -> tuple[str, str]:
+        return (record["uid"], record["time"])
+
+    twice = {"uid": "u1", "time": from_ns(10 * MS)}
+    once = {"uid": "u2", "time": from_ns(20 * MS)}
+    sent = [twice, once, twice, twice, {"uid": "u3", "time": from_ns(30 * MS)}]
+    piece = Window(0, 100 * MS, skip=collections.Counter({log_key(twice): 2, log_key(once): 1}))
+    reader = WindowReader(
+        read=lambda window: iter(sent),
+        split=lambda *args: [],
+        page_size=10,
+        workers=Workers(1, threading.Event(), "test-reader"),
+        count=1,
+        key_of=log_key,
+    )
+    records = list(reader.records([piece], lambda window: None))
+    assert records == [twice, {"uid": "u3", "time": from_ns(30 * MS)}]
