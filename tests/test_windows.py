@@ -42,6 +42,7 @@ from tap_accessgov.streams.grant_feed_windows import (
 from tap_accessgov.streams.workers import Workers
 from tap_accessgov.timestamps import from_ns
 from tests.conftest import ns
+from tests.test_backfill import _event as event  # a grant event with the fields key reads
 
 MS = MIN_WIDTH  # one millisecond, the narrowest window
 Bound = int | None
@@ -235,16 +236,6 @@ def test_the_order_of_a_windows_pages_is_the_rank_correlation_of_position_and_da
         assert math.isclose(date_order(dates), spearman(dates), abs_tol=1e-9)
 
 
-def event(n: int, at: int) -> dict[str, str]:
-    return {
-        "appId": "a",
-        "appEntitlementId": "e",
-        "appUserId": str(n),
-        "eventType": "X",
-        "date": from_ns(at),
-    }
-
-
 key_of = key  # a grant event's key, its date last (what the grant feed's pieces skip)
 
 
@@ -302,14 +293,10 @@ def test_the_pieces_of_a_window_tile_it_and_skip_each_read_event_in_the_piece_ho
     assert len(children) <= (SAMPLE_PIECES if by_sample else MAX_PIECES + 1)
     read = collections.Counter(key_of(r) for p in delivered for r in p) + earlier
     for child in children:
-        want = collections.Counter({k: n for k, n in read.items() if child.contains(instant_of(k))})
+        want = collections.Counter({k: n for k, n in read.items() if child.contains(ns(k[-1]))})
         assert child.skip == want
     skipped = sum((child.skip or collections.Counter() for child in children), start=read - read)
     assert skipped == read
-
-
-def instant_of(key: tuple[str, ...]) -> int:
-    return ns(key[-1])
 
 
 def test_a_window_read_in_date_order_is_cut_ahead_in_pieces_of_about_target_pages() -> None:
