@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 import typing as t
 from collections import Counter
@@ -144,6 +145,9 @@ def test_concurrency_changes_neither_accounts_nor_grants(emulator: Emulator) -> 
     assert app_users_read(one) == app_users_truth(ds)
     assert grants_read(one) == grants_truth(ds)
     assert users_read(one) == users_truth(ds)
+    # the directory's users first, each once, in its order (the exclusions' users are among
+    # them here): a user the directory lists is not left to the exclusions to deliver
+    assert [r["id"] for r in one.records["users"]] == [u.user_id for u in ds.directory_users()]
     for stream in ("app_users", "grants", "users"):
         strip = [{k: v for k, v in r.items() if k != "snapshotAt"} for r in one.records[stream]]
         assert strip == [
@@ -200,8 +204,9 @@ def test_users_alone_with_a_key_that_may_not_read_the_directory_fails_on_its_fir
     assert emulator.stats["api_requests_by_path"] == {"/api/v1/users": 1}
 
 
+@pytest.mark.parametrize("concurrency", [2, 4])
 def test_users_alone_reads_the_exclusions_while_the_directory_pages_follow_each_other(
-    emulator: Emulator, monkeypatch: pytest.MonkeyPatch
+    emulator: Emulator, monkeypatch: pytest.MonkeyPatch, concurrency: int
 ) -> None:
     """With ``automation_exclusions`` not selected, ``users`` reads the exclusion pages
     itself: in the threads the directory's one page series leaves free, while that series is
@@ -218,7 +223,7 @@ def test_users_alone_reads_the_exclusions_while_the_directory_pages_follow_each_
         return answer(request)
 
     monkeypatch.setattr(emulator.service, "answer", recording)
-    config = tap_config(emulator) | {"max_concurrency": 4, "page_size": 10}
+    config = tap_config(emulator) | {"max_concurrency": concurrency, "page_size": 10}
     result = sync(config, catalog=catalog_selecting(config, {"users": None}))
     assert users_read(result) == users_truth(emulator.dataset)
     directory = [at for path, at in started if path == "/api/v1/users"]
@@ -233,6 +238,35 @@ def test_users_alone_reads_the_exclusions_while_the_directory_pages_follow_each_
     # read one after the other): a margin that holds under load, unlike which ends first.
     during = [at for at in exclusions if min(directory) < at < max(directory)]
     assert len(during) >= len(exclusions) / 2, f"{len(during)} of {len(exclusions)} exclusion pages"
+
+
+@pytest.mark.parametrize("concurrency", [1, 2])
+def test_users_reads_in_worker_threads_only_above_a_concurrency_of_one(
+    emulator: Emulator, concurrency: int
+) -> None:
+    """``max_concurrency`` 1 reads everything in the main thread, one request after another;
+    from 2 the directory's pages are read ahead in a thread of their own, and the exclusion
+    pages in the others (the threads that sent each request: a requests response hook)."""
+    config = tap_config(emulator) | {"max_concurrency": concurrency, "page_size": 10}
+    tap = TapAccessGov(
+        config=config,
+        catalog=catalog_selecting(config, {"users": None}),
+        parse_env_config=False,
+    )
+    threads: dict[str, set[bool]] = {"directory": set(), "exclusions": set()}
+
+    def hook(response: requests.Response, *args: t.Any, **kwargs: t.Any) -> None:
+        path = response.request.path_url.split("?")[0]
+        read = "directory" if path == "/api/v1/users" else "exclusions"
+        if read == "directory" or path.endswith("/automation/exclusions"):
+            threads[read].add(threading.current_thread() is threading.main_thread())
+
+    for stream in ("users", "automation_exclusions"):
+        tap.streams[stream].requests_session.hooks["response"].append(hook)  # type: ignore[attr-defined]
+    result = sync(config, tap=tap)
+    assert users_read(result) == users_truth(emulator.dataset)
+    in_main = concurrency == 1
+    assert threads == {"directory": {in_main}, "exclusions": {in_main}}
 
 
 def test_without_the_directory_users_are_the_exclusions_users_each_once(
