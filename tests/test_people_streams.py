@@ -306,20 +306,39 @@ def test_users_read_no_exclusion_again_that_the_run_has_read(emulator: Emulator)
     assert exclusion_requests({"automation_exclusions": None, "users": None}) == alone
 
 
-def test_a_directory_user_without_an_id_is_skipped_with_a_warning(
-    caplog: pytest.LogCaptureFixture,
+@pytest.mark.parametrize(
+    ("stream", "member", "path", "named"),
+    [
+        ("users", "user", "/api/v1/users", "a user"),
+        ("app_users", "appUser", "/api/v1/apps/a1/app_users", "an app user"),
+        (
+            "app_entitlements",
+            "appEntitlement",
+            "/api/v1/apps/a1/entitlements",
+            "an app entitlement",
+        ),
+        ("tasks", "task", "/api/v1/search/tasks", "a task"),
+        ("access_reviews", "accessReview", "/api/v1/access_reviews", "an access review"),
+    ],
+)
+def test_a_viewed_object_without_an_id_is_skipped_with_a_warning_naming_the_call(
+    caplog: pytest.LogCaptureFixture, stream: str, member: str, path: str, named: str
 ) -> None:
-    stream = TapAccessGov(
+    """Each stream that reads a list of views skips an object without an id (it cannot be
+    keyed), and says so on its own logger with the call, never the object's values."""
+    reader = TapAccessGov(
         config={"client_id": CREDENTIAL.client_id, "client_secret": CREDENTIAL.client_secret},
         parse_env_config=False,
-    ).streams["users"]
+    ).streams[stream]
     answer = requests.Response()
     answer.status_code = 200
     answer._content = json.dumps(
-        {"list": [{"user": {"id": "u1", "email": "a@example.com"}}, {"user": {"email": "b@x"}}]}
+        {"list": [{member: {"id": "u1", "email": "a@example.com"}}, {member: {"email": "b@x"}}]}
     ).encode()
-    answer.request = requests.Request("GET", "https://acme.test/api/v1/users?page_size=9").prepare()
+    answer.request = requests.Request("GET", f"https://acme.test{path}?page_size=9").prepare()
     with caplog.at_level(logging.WARNING):
-        users = list(stream.parse_response(Page.read(answer)))
-    assert users == [{"id": "u1", "email": "a@example.com"}]
-    assert caplog.messages == ["Skipping a user without an id (GET /api/v1/users)"]
+        read = list(reader.parse_response(Page.read(answer)))
+    assert read == [{"id": "u1", "email": "a@example.com"}]
+    assert [(r.name, r.getMessage()) for r in caplog.records] == [
+        (reader.logger.name, f"Skipping {named} without an id (GET {path})")
+    ]
