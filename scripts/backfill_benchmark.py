@@ -44,9 +44,9 @@ import sys
 import time
 import typing as t
 
-import bench_runs as bench
-from ratios_benchmark import export_revision
-from support import TAP, EmulatorProcess, Warehouse, install_plugins
+from harness import bench_runs as bench
+from harness.support import TAP, EmulatorProcess, Warehouse, install_plugins
+from scripts.ratios_benchmark import export_revision
 
 if t.TYPE_CHECKING:
     import argparse

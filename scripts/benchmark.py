@@ -1,6 +1,6 @@
 """Side-by-side benchmark of the tap against the emulator (ratios, not absolute times).
 
-    python3 tasks.py benchmark            # or: .venv/bin/python scripts/benchmark.py
+    python3 tasks.py benchmark            # or: .venv/bin/python -m scripts.benchmark
 
 In one run, alternating the two sides of each comparison and reporting medians:
 
@@ -42,7 +42,7 @@ In one run, alternating the two sides of each comparison and reporting medians:
    snapshot markers against ACTIVATE_VERSION with the ``_sdc_*`` metadata it needs.
 
 How each side is started and timed (and the peak RSS of Meltano's children measured) is
-scripts/bench_runs.py, shared with the sections in files of their own.
+harness/bench_runs.py, shared with the sections in files of their own.
 """
 
 from __future__ import annotations
@@ -55,10 +55,7 @@ import tempfile
 import typing as t
 from pathlib import Path
 
-from backfill_benchmark import ORDERS as BACKFILL_ORDERS
-from backfill_benchmark import STARTS as BACKFILL_STARTS
-from backfill_benchmark import backfill
-from bench_runs import (
+from harness.bench_runs import (
     catalog_for,
     meltano_env,
     meltano_run,
@@ -68,15 +65,18 @@ from bench_runs import (
     tap_command,
     with_settings,
 )
-from benchmark_snapshots import full_table_snapshots
-from model_benchmark import ENGINES, models_section
-from ratios_benchmark import ratios
-from support import (
+from harness.support import (
     EmulatorProcess,
     Warehouse,
     install_plugins,
     libpq_url,
 )
+from scripts.backfill_benchmark import ORDERS as BACKFILL_ORDERS
+from scripts.backfill_benchmark import STARTS as BACKFILL_STARTS
+from scripts.backfill_benchmark import backfill
+from scripts.benchmark_snapshots import full_table_snapshots
+from scripts.model_benchmark import ENGINES, models_section
+from scripts.ratios_benchmark import ratios
 
 # Loader and message-format candidates for --candidates: every knob set explicitly, so a
 # candidate does not depend on what meltano.yml ships. batch_config {} = RECORD messages.

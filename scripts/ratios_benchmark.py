@@ -53,7 +53,7 @@ import sys
 import typing as t
 from pathlib import Path
 
-from bench_runs import (
+from harness.bench_runs import (
     catalog_for,
     meltano_env,
     meltano_run,
@@ -63,18 +63,20 @@ from bench_runs import (
     tap_command,
     with_settings,
 )
-from support import ROOT, Warehouse, install_plugins, libpq_url
+from harness.support import ROOT, Warehouse, install_plugins, libpq_url
 
 if t.TYPE_CHECKING:
     import argparse
     from collections.abc import Iterator
 
-    from support import EmulatorProcess
+    from harness.support import EmulatorProcess
 
 THIS = "this checkout"
 ONE_WINDOW = "this checkout, max_concurrency 1"
 MAX_WARM_UPS = 12  # untimed runs of a tap alone, at most, until one builds no answer
-PLAIN_SDK_TAP = Path(__file__).resolve().parent / "plain_sdk_tap.py"
+# run as a module from the repository's root (``run``'s directory): it imports the raw loop's
+# token request from the package
+PLAIN_SDK_TAP = "scripts.plain_sdk_tap"
 
 
 class Side(t.NamedTuple):
@@ -211,7 +213,8 @@ def side_by_side(
                 at_once[name].append(ranges_at_once(log))
         plain = [
             sys.executable,
-            str(PLAIN_SDK_TAP),
+            "-m",
+            PLAIN_SDK_TAP,
             "--config",
             str(configs[THIS]),  # the same end_date
             "--catalog",

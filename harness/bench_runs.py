@@ -24,9 +24,10 @@ import time
 import typing as t
 from pathlib import Path
 
-from support import BIN, ROOT, TAP, EmulatorProcess, emulator_environment_env
+from harness.support import BIN, ROOT, TAP, EmulatorProcess, emulator_environment_env
 
-RAW_LOOP = Path(__file__).resolve().parent / "raw_loop.py"  # the baseline client
+# the baseline client, started by its path: it imports nothing of the project
+RAW_LOOP = ROOT / "scripts" / "raw_loop.py"
 
 
 def start_emulator(workdir: Path, name: str, *options: str) -> EmulatorProcess:
