@@ -86,13 +86,14 @@ def compile_installed(python: Path) -> None:
 
 
 def compile_checkout() -> None:
-    """Compile the checkout's own modules (the tap, the emulator, the harness, the scripts),
-    as an installed wheel's are: the tap is installed editable here, into .venv and Meltano's
-    plugin, so where PYTHONDONTWRITEBYTECODE is set every start of the tap compiled its
-    package from source again (measured: ``tap-accessgov --about`` 1.19 s against 1.00 s of
+    """Compile the checkout's own modules (the tap, the emulator, the harness, the benchmarks,
+    the scripts), as an installed wheel's are: the tap is installed editable here, into .venv
+    and Meltano's plugin, so where PYTHONDONTWRITEBYTECODE is set every start of the tap
+    compiled its package from source again (measured: ``tap-accessgov --about`` 1.19 s against 1.00 s of
     CPU; the tests start it hundreds of times, through Meltano and as a command). Only what
     changed since is compiled again: a fraction of a second."""
-    run(BIN / "python", "-m", "compileall", "-q", "tap_accessgov", "emulator", "harness", "scripts")
+    own = ("tap_accessgov", "emulator", "harness", "benchmarks", "scripts")
+    run(BIN / "python", "-m", "compileall", "-q", *own)
 
 
 def locked(package: str) -> str:
@@ -155,7 +156,7 @@ def test(extra: list[str]) -> None:
             rewriting = rewrite_tests_once()
             step(steps, "ruff check", BIN / "ruff", "check", ".")
             step(steps, "ruff format", BIN / "ruff", "format", "--check", ".")
-            step(steps, "mypy", BIN / "mypy")  # package, emulator, harness/, scripts/, this
+            step(steps, "mypy", BIN / "mypy")  # pyproject's files: all but the tests
             rewriting.wait()  # a module that fails to import fails the suite's collection
             install.extractor_installed()
             workers = str((os.cpu_count() or 1) + 1)  # the arguments given may say otherwise
@@ -472,7 +473,7 @@ def demo(extra: list[str]) -> None:
 
 
 def benchmark(extra: list[str]) -> None:
-    run(BIN / "python", "-m", "scripts.benchmark", *extra)
+    run(BIN / "python", "-m", "benchmarks.benchmark", *extra)
 
 
 def mutants(extra: list[str]) -> None:

@@ -3,8 +3,9 @@ its own, the tap's settings for an emulated tenant (as a config and as Meltano's
 and the PostgreSQL warehouse they load into.
 
 It imports nothing else of the project: the emulator runs as ``python -m emulator`` (the tests
-pass their in-process one). The tests, and the scripts run as modules from the repository's root
-(``python -m scripts.demo``), import it as ``harness.support``.
+pass their in-process one). The tests, the demo and the benchmarks, run as modules from the
+repository's root (``python -m scripts.demo``, ``python -m benchmarks.benchmark``), import it
+as ``harness.support``.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ Tenants: ``demo`` is the emulator's defaults; ``large`` has 200 apps, 2,000 app 
 and about 20,000 accounts (160 apps with grants, 125 users each, plus their service
 accounts; 40 catalog-only apps, nobody holding their entitlements).
 
-    .venv/bin/python -m scripts.grants_ways_benchmark [--tenants demo,large] [--workers 1,8]
+    .venv/bin/python -m benchmarks.grants_ways_benchmark [--tenants demo,large] [--workers 1,8]
 """
 
 from __future__ import annotations
