@@ -86,13 +86,14 @@ def compile_installed(python: Path) -> None:
 
 
 def compile_checkout() -> None:
-    """Compile the checkout's own modules (the tap, the emulator, the scripts), as an
-    installed wheel's are: the tap is installed editable here, into .venv and Meltano's
-    plugin, so where PYTHONDONTWRITEBYTECODE is set every start of the tap compiled its
-    package from source again (measured: ``tap-accessgov --about`` 1.19 s against 1.00 s of
+    """Compile the checkout's own modules (the tap, the emulator, the harness, the benchmarks,
+    the scripts), as an installed wheel's are: the tap is installed editable here, into .venv
+    and Meltano's plugin, so where PYTHONDONTWRITEBYTECODE is set every start of the tap
+    compiled its package from source again (measured: ``tap-accessgov --about`` 1.19 s against 1.00 s of
     CPU; the tests start it hundreds of times, through Meltano and as a command). Only what
     changed since is compiled again: a fraction of a second."""
-    run(BIN / "python", "-m", "compileall", "-q", "tap_accessgov", "emulator", "scripts")
+    own = ("tap_accessgov", "emulator", "harness", "benchmarks", "scripts")
+    run(BIN / "python", "-m", "compileall", "-q", *own)
 
 
 def locked(package: str) -> str:
@@ -155,7 +156,7 @@ def test(extra: list[str]) -> None:
             rewriting = rewrite_tests_once()
             step(steps, "ruff check", BIN / "ruff", "check", ".")
             step(steps, "ruff format", BIN / "ruff", "format", "--check", ".")
-            step(steps, "mypy", BIN / "mypy")  # what ships: package, emulator, scripts/, this
+            step(steps, "mypy", BIN / "mypy")  # pyproject's files: all but the tests
             rewriting.wait()  # a module that fails to import fails the suite's collection
             install.extractor_installed()
             workers = str((os.cpu_count() or 1) + 1)  # the arguments given may say otherwise
@@ -304,8 +305,8 @@ def test_sdk_next(steps: dict[str, float]) -> None:
 # What the next singer-sdk's run reads: the tests of the tap. Left out, what never imports the
 # SDK and so cannot answer differently there (tests/test_layout.py checks it): the emulator's
 # own tests, the vendor's SDK against the emulator, dbt-spark's choice of a Java, the dbt
-# utilities' build-and-prune, the repository's layout, and the benchmarks' and the demo's
-# helpers (scripts/).
+# utilities' build-and-prune, the repository's layout, and the harness the demo and the
+# benchmarks share (harness/).
 WITH_THE_SDK = (
     "tests",
     "--ignore=tests/test_vendor_sdk.py",
@@ -468,16 +469,16 @@ def build_release(source: Path, outdir: Path) -> tuple[Path, Path]:
 
 
 def demo(extra: list[str]) -> None:
-    run(BIN / "python", "scripts/demo.py", *extra)
+    run(BIN / "python", "-m", "scripts.demo", *extra)
 
 
 def benchmark(extra: list[str]) -> None:
-    run(BIN / "python", "scripts/benchmark.py", *extra)
+    run(BIN / "python", "-m", "benchmarks.benchmark", *extra)
 
 
 def mutants(extra: list[str]) -> None:
     """Mutation testing of the named modules (scripts/mutants.py); not part of ``test``."""
-    run(BIN / "python", "scripts/mutants.py", *extra)
+    run(BIN / "python", "-m", "scripts.mutants", *extra)
 
 
 COMMANDS = {

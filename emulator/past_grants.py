@@ -175,7 +175,7 @@ def search_past_grants(past: PastGrants, tokens: PageTokens, body: bytes) -> dic
     named = apps or {app for app, _ in entitlements} or {app for app, _ in app_users}
     # Every period of the named apps matches appIds; the other filters are checked one by
     # one. A search of one whole app (the usual one) pages through that app's periods as
-    # kept, without a copy per page (scripts/past_grants_benchmark.py: 200,000 periods).
+    # kept, without a copy per page (benchmarks/past_grants_benchmark.py: 200,000 periods).
     matching = past.of_apps(named)
     if entitlements or app_users:
         matching = [

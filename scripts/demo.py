@@ -28,8 +28,8 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 
-from local_postgres import LocalPostgres, LocalPostgresError
-from support import (
+from harness.local_postgres import LocalPostgres, LocalPostgresError
+from harness.support import (
     BIN,
     ROOT,
     EmulatorDidNotStart,

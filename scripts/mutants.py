@@ -32,7 +32,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from support import checkout_copy
+from harness.support import checkout_copy
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent

@@ -29,7 +29,7 @@ CHUNK_BYTES = 64 * 1024
 def record_messages(stream: Stream, record: Record) -> t.Generator[RecordMessage, None, None]:
     """The SDK's RECORD messages of ``stream``'s ``record`` without its selection pass, for a
     catalog that selects every property (``TapStream._generate_record_messages``; the
-    benchmarks' floor, scripts/plain_sdk_tap.py): the rest is the SDK's (0.54, 0.55), step
+    benchmarks' floor, benchmarks/plain_sdk_tap.py): the rest is the SDK's (0.54, 0.55), step
     for step: stream maps, the stream's version (a private: no public hook between
     ``post_process`` and the message), the extraction time."""
     extracted = datetime.datetime.now(datetime.UTC)

@@ -1,7 +1,7 @@
 """Shared test machinery: emulators, an in-process sync that captures Singer output, and
 independent parsing of the service's timestamps for comparisons with ground truth.
 
-The tenant -> tap settings mapping and the warehouse connection are scripts/support.py's,
+The tenant -> tap settings mapping and the warehouse connection are harness/support.py's,
 shared with the demo and the benchmarks (re-exported here for the tests)."""
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from filelock import FileLock
 
 from emulator import Dataset, Emulator, make_credential
 from emulator.__main__ import parse_args
-from local_postgres import throwaway_server
-from support import (  # the mapping and the warehouse; the tests import them from here
+from harness.local_postgres import throwaway_server
+from harness.support import (  # the mapping and the warehouse; the tests import them from here
     BIN,
     ROOT,
     TAP,
@@ -234,7 +234,7 @@ _WAREHOUSES = pytest.StashKey[dict[str, str]]()  # which servers the run used, f
 @contextlib.contextmanager
 def warehouse_for(configured: str) -> t.Iterator[tuple[str, str]]:
     """The database URL the tests use, and which server that is: the configured one when
-    anything answers there, else a throwaway server of their own (scripts/local_postgres.py),
+    anything answers there, else a throwaway server of their own (harness/local_postgres.py),
     stopped and removed afterwards."""
     where = "{PGHOST}:{PGPORT}".format(**libpq_env(configured))
     if answers(configured):

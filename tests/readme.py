@@ -18,7 +18,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from support import checkout_copy
+from harness.support import checkout_copy
 
 ROOT = Path(__file__).resolve().parent.parent
 # Where the README says the repository is (its clone, its raw files, its git URL for pip).

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from dbt_build_and_prune import PRUNE, build_and_prune
+from scripts.dbt_build_and_prune import PRUNE, build_and_prune
 
 
 @dataclass

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from dbt_spark import VECTOR_MODULE, choose_java, java_major
+from scripts.dbt_spark import VECTOR_MODULE, choose_java, java_major
 
 
 def fake_java(directory: Path, version_line: str) -> Path:

@@ -14,8 +14,8 @@ import yaml
 
 import tasks
 from emulator import Emulator
-from plugin_definition import definition, rendered
-from plugin_definition import main as plugin_definition_main
+from scripts.plugin_definition import definition, rendered
+from scripts.plugin_definition import main as plugin_definition_main
 from tap_accessgov.tap import TapAccessGov
 from tests.conftest import CREDENTIAL, EMULATOR_DEFAULTS, ROOT, default_dataset, run_cli, sync
 

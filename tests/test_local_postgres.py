@@ -1,4 +1,4 @@
-"""The tests' and the demo's own PostgreSQL (scripts/local_postgres.py), and how the tests pick
+"""The tests' and the demo's own PostgreSQL (harness/local_postgres.py), and how the tests pick
 their server (conftest.warehouse_for): the configured one when anything answers there, else a
 throwaway one. They run as whoever runs the suite: as root (CI), the server runs as nobody."""
 
@@ -14,9 +14,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
-import local_postgres
-from local_postgres import LocalPostgres, copy_of_binaries, free_port, throwaway_server
-from support import answers, libpq_url
+from harness import local_postgres
+from harness.local_postgres import LocalPostgres, copy_of_binaries, free_port, throwaway_server
+from harness.support import answers, libpq_url
 from tests.conftest import warehouse_for
 
 pytestmark = pytest.mark.e2e  # PostgreSQL servers

@@ -1,5 +1,5 @@
-"""scripts/support.py, which the tests, the demo and the benchmarks share, and the benchmarks'
-baseline client (scripts/raw_loop.py): the tenant -> settings mapping agrees with meltano.yml,
+"""harness/support.py, which the tests, the demo and the benchmarks share, and the benchmarks'
+baseline client (benchmarks/raw_loop.py): the tenant -> settings mapping agrees with meltano.yml,
 the PostgreSQL URL is read as libpq reads it, the emulator process starts, answers and stops."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from emulator import Dataset, Emulator
-from support import (
+from harness.support import (
     PG_DEFAULTS,
     EmulatorDidNotStart,
     EmulatorProcess,
@@ -36,8 +36,8 @@ from tests.conftest import (
     ns,
 )
 
-RAW_LOOP = ROOT / "scripts" / "raw_loop.py"
-PLAIN_SDK_TAP = ROOT / "scripts" / "plain_sdk_tap.py"
+RAW_LOOP = ROOT / "benchmarks" / "raw_loop.py"
+PLAIN_SDK_TAP = "benchmarks.plain_sdk_tap"  # a module, run from the root: it imports the raw loop
 LIBPQ_NAMES = {"host": "PGHOST", "port": "PGPORT", "user": "PGUSER", "password": "PGPASSWORD"}
 
 
@@ -162,10 +162,10 @@ def test_the_raw_loop_reads_the_whole_feed(tmp_path: Path) -> None:
 def test_the_plain_sdk_tap_and_its_floor_write_every_entry_the_raw_loop_reads(
     tmp_path: Path,
 ) -> None:
-    """The ratios benchmark's two SDK sides (scripts/plain_sdk_tap.py): the plain tap writes
+    """The ratios benchmark's two SDK sides (benchmarks/plain_sdk_tap.py): the plain tap writes
     each entry with its keys lifted and ends with the feed's bookmark; its floor (``--floor``)
     writes each entry exactly as the raw loop reads it, and no bookmark."""
-    from raw_loop import pages
+    from benchmarks.raw_loop import pages
 
     with Emulator(Dataset(**SMALL_DATASET), credential=CREDENTIAL) as emulator:
         path = tmp_path / "config.json"
@@ -175,7 +175,8 @@ def test_the_plain_sdk_tap_and_its_floor_write_every_entry_the_raw_loop_reads(
         catalog = tmp_path / "catalog.json"  # as the benchmark passes it: the feed's key named
         catalog.write_text(
             subprocess.run(
-                [sys.executable, str(PLAIN_SDK_TAP), "--config", str(path), "--discover"],
+                [sys.executable, "-m", PLAIN_SDK_TAP, "--config", str(path), "--discover"],
+                cwd=ROOT,
                 capture_output=True,
                 text=True,
                 timeout=120,
@@ -188,7 +189,8 @@ def test_the_plain_sdk_tap_and_its_floor_write_every_entry_the_raw_loop_reads(
             flag = ["--floor"] if side == "floor" else []
             files = ["--config", str(path), "--catalog", str(catalog)]
             result = subprocess.run(
-                [sys.executable, str(PLAIN_SDK_TAP), *flag, *files],
+                [sys.executable, "-m", PLAIN_SDK_TAP, *flag, *files],
+                cwd=ROOT,
                 capture_output=True,
                 text=True,
                 timeout=120,

@@ -129,7 +129,7 @@ def test_the_filters_find_an_entitlements_and_an_accounts_periods(tenant: Emulat
 def test_a_search_of_one_app_pages_through_its_history_as_kept(tenant: Emulator) -> None:
     """Each page of a whole app's search (the tap's first sync) is a slice of that app's
     periods as kept, in the server's order: not every period scanned and sorted again for
-    each page (200,000 periods: scripts/past_grants_benchmark.py)."""
+    each page (200,000 periods: benchmarks/past_grants_benchmark.py)."""
     past = tenant.dataset.past
     every = tenant.dataset.past_grants()
     app = every[0].app_id

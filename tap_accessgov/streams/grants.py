@@ -6,7 +6,7 @@ this snapshot, not the feed, is the warehouse's truth for "now" (docs/models.md)
 Read with ``POST /api/v1/search/grants`` filtered to one app per partition (apps.py), not
 one ``GET .../entitlements/{id}/users`` series per entitlement: about a quarter of the
 requests and half the time or less on both tenants measured (docs/decisions.md, "Current
-grants"; scripts/grants_ways_benchmark.py).
+grants"; benchmarks/grants_ways_benchmark.py).
 """
 
 from __future__ import annotations

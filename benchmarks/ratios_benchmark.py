@@ -1,8 +1,8 @@
-"""The two headline ratios side by side (``--only ratios`` of scripts/benchmark.py): at each of
+"""The two headline ratios side by side (``--only ratios`` of benchmarks/benchmark.py): at each of
 ``--ratio-events`` (50,000 and 200,000), on one emulator without latency, in the same rounds,
 alternating:
 
-- the raw loop (scripts/raw_loop.py: decode each page, write each event as a JSON line) and
+- the raw loop (benchmarks/raw_loop.py: decode each page, write each event as a JSON line) and
   the tap alone with the catalog Meltano passes (discovered, only ``grant_feed`` selected;
   stdout to /dev/null): tap/raw, the ratio of records per second (target >= 0.60);
 - the raw fetch+COPY loop (``raw_loop.py --copy``: ``copy.write_row`` of the ten columns into
@@ -23,7 +23,7 @@ sides read every event): without one, its windows are cut up to the run's own st
 every run asks pages the server has not built yet. Nothing else differs from what Meltano
 passes: the discovered catalog with only ``grant_feed`` selected, meltano.yml's settings.
 
-Beside the tap, a plain SDK tap of the feed (scripts/plain_sdk_tap.py: one ``RESTStream``, the
+Beside the tap, a plain SDK tap of the feed (benchmarks/plain_sdk_tap.py: one ``RESTStream``, the
 SDK's paginator and msgspec writer, none of this tap's windows, retries or conformance, nor
 its savings in the SDK's per-record path), run the same way: what singer-sdk gives a tap
 that does nothing more; and its floor (``--floor``: the raw loop's entries, unchanged, through
@@ -53,7 +53,7 @@ import sys
 import typing as t
 from pathlib import Path
 
-from bench_runs import (
+from harness.bench_runs import (
     catalog_for,
     meltano_env,
     meltano_run,
@@ -63,18 +63,20 @@ from bench_runs import (
     tap_command,
     with_settings,
 )
-from support import ROOT, Warehouse, install_plugins, libpq_url
+from harness.support import ROOT, Warehouse, install_plugins, libpq_url
 
 if t.TYPE_CHECKING:
     import argparse
     from collections.abc import Iterator
 
-    from support import EmulatorProcess
+    from harness.support import EmulatorProcess
 
 THIS = "this checkout"
 ONE_WINDOW = "this checkout, max_concurrency 1"
 MAX_WARM_UPS = 12  # untimed runs of a tap alone, at most, until one builds no answer
-PLAIN_SDK_TAP = Path(__file__).resolve().parent / "plain_sdk_tap.py"
+# run as a module from the repository's root (``run``'s directory): it imports the raw loop's
+# token request from the package
+PLAIN_SDK_TAP = "benchmarks.plain_sdk_tap"
 
 
 class Side(t.NamedTuple):
@@ -211,7 +213,8 @@ def side_by_side(
                 at_once[name].append(ranges_at_once(log))
         plain = [
             sys.executable,
-            str(PLAIN_SDK_TAP),
+            "-m",
+            PLAIN_SDK_TAP,
             "--config",
             str(configs[THIS]),  # the same end_date
             "--catalog",
@@ -270,7 +273,7 @@ def side_by_side(
         f"rows in PostgreSQL = {events:,} every run"
     )
     report(
-        f"  a plain SDK tap (scripts/plain_sdk_tap.py): {median['plain']:.2f} s, "
+        f"  a plain SDK tap (benchmarks/plain_sdk_tap.py): {median['plain']:.2f} s, "
         f"plain/raw = {median['raw'] / median['plain']:.2f}"
     )
     report(

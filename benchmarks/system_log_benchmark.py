@@ -15,7 +15,7 @@ by side in one run:
 3. the nightly run after a day of activity (``--nightly`` grant events, each logged, and the
    calls of the runs before): its requests against the new events (goal: in proportion).
 
-    .venv/bin/python scripts/system_log_benchmark.py [--background 500000] [--latency 0.1]
+    .venv/bin/python -m benchmarks.system_log_benchmark [--background 500000] [--latency 0.1]
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ import tempfile
 import time
 from pathlib import Path
 
-import bench_runs as bench
-from backfill_benchmark import _killed_then_resumed
-from support import EmulatorProcess
+from benchmarks.backfill_benchmark import _killed_then_resumed
+from harness import bench_runs as bench
+from harness.support import EmulatorProcess
 
 LOG = "/api/v1/systemlog/events"
 

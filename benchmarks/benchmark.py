@@ -1,16 +1,16 @@
 """Side-by-side benchmark of the tap against the emulator (ratios, not absolute times).
 
-    python3 tasks.py benchmark            # or: .venv/bin/python scripts/benchmark.py
+    python3 tasks.py benchmark            # or: .venv/bin/python -m benchmarks.benchmark
 
 In one run, alternating the two sides of each comparison and reporting medians:
 
-0. the two headline ratios side by side (``--only ratios``, scripts/ratios_benchmark.py): at
+0. the two headline ratios side by side (``--only ratios``, benchmarks/ratios_benchmark.py): at
    50,000 and 200,000 events (``--ratio-events``), on a frozen emulator (each answer built
    once, in an untimed round), the tap alone with Meltano's catalog against the raw loop and
    the shipped ``meltano run`` against the raw fetch+COPY loop, in the same rounds;
    ``--baseline REV`` adds another revision's tap to the same rounds (before/after);
 1. grant_feed throughput: the tap (catalog selecting grant_feed, stdout to /dev/null) versus a
-   plain loop over the same pages (scripts/raw_loop.py: requests.Session, pageSize 100, json
+   plain loop over the same pages (benchmarks/raw_loop.py: requests.Session, pageSize 100, json
    parse, one json dump per record): the ratio tap/raw of records per second;
 2. the tap's peak RSS on a 10k-event and on a 200k-event feed;
 3. automation_exclusions over 200 entitlements with 50 ms added to every response: the tap
@@ -28,21 +28,21 @@ In one run, alternating the two sides of each comparison and reporting medians:
    it (only the emulator's URL, the secret and ``select: grant_feed`` come from the
    environment), at 50,000 and 500,000 events: medians, ratio, rows loaded and the peak RSS
    of the tap and of the target. ``--candidates`` compares loader settings side by side.
-7. a real tenant's backfill (``--only backfill``, scripts/backfill_benchmark.py): 20,000
+7. a real tenant's backfill (``--only backfill``, benchmarks/backfill_benchmark.py): 20,000
    events at 100 ms per request, served in every order, with ``start_date`` at the data, two
    years before it and unset: the tap against a sequential raw loop and the re-read share
    after a kill (``--backfill-orders``, ``--backfill-starts`` for a subset; ``--baseline REV``
    adds another revision's tap to the same rounds); then a
    2-in-flight service, end to end against the sequential tap, and the tap without latency
    against its single query.
-8. the models at warehouse scale (``--only models``, scripts/model_benchmark.py): 100,000 and
+8. the models at warehouse scale (``--only models``, benchmarks/model_benchmark.py): 100,000 and
    1,000,000 events loaded into fresh tables by the shipped loaders, then ``dbt build`` right
    away, load and build side by side per engine; then a nightly load and rebuild.
-9. full-table snapshots (``--only snapshots``, scripts/benchmark_snapshots.py): the shipped
+9. full-table snapshots (``--only snapshots``, benchmarks/benchmark_snapshots.py): the shipped
    snapshot markers against ACTIVATE_VERSION with the ``_sdc_*`` metadata it needs.
 
 How each side is started and timed (and the peak RSS of Meltano's children measured) is
-scripts/bench_runs.py, shared with the sections in files of their own.
+harness/bench_runs.py, shared with the sections in files of their own.
 """
 
 from __future__ import annotations
@@ -55,10 +55,13 @@ import tempfile
 import typing as t
 from pathlib import Path
 
-from backfill_benchmark import ORDERS as BACKFILL_ORDERS
-from backfill_benchmark import STARTS as BACKFILL_STARTS
-from backfill_benchmark import backfill
-from bench_runs import (
+from benchmarks.backfill_benchmark import ORDERS as BACKFILL_ORDERS
+from benchmarks.backfill_benchmark import STARTS as BACKFILL_STARTS
+from benchmarks.backfill_benchmark import backfill
+from benchmarks.benchmark_snapshots import full_table_snapshots
+from benchmarks.model_benchmark import ENGINES, models_section
+from benchmarks.ratios_benchmark import ratios
+from harness.bench_runs import (
     catalog_for,
     meltano_env,
     meltano_run,
@@ -68,10 +71,7 @@ from bench_runs import (
     tap_command,
     with_settings,
 )
-from benchmark_snapshots import full_table_snapshots
-from model_benchmark import ENGINES, models_section
-from ratios_benchmark import ratios
-from support import (
+from harness.support import (
     EmulatorProcess,
     Warehouse,
     install_plugins,
@@ -193,7 +193,7 @@ def end_to_end(args: argparse.Namespace, workdir: Path, report: t.Callable[[str]
 
 
 def models(args: argparse.Namespace, workdir: Path, report: t.Callable[[str], None]) -> None:
-    """Load and build side by side at warehouse scale (scripts/model_benchmark.py)."""
+    """Load and build side by side at warehouse scale (benchmarks/model_benchmark.py)."""
     install_plugins()
     warehouse = Warehouse()
     try:

@@ -2,10 +2,10 @@
 its own, the tap's settings for an emulated tenant (as a config and as Meltano's variables),
 and the PostgreSQL warehouse they load into.
 
-Imported as ``support``: Python puts a script's own directory (scripts/) first on its path, and
-pyproject's pytest ``pythonpath`` puts scripts/ on the tests' path. It imports nothing of the
-project (the emulator runs as ``python -m emulator``, the tests pass their in-process one), so a
-script runs from any directory.
+It imports nothing else of the project: the emulator runs as ``python -m emulator`` (the tests
+pass their in-process one). The tests, the demo and the benchmarks, run as modules from the
+repository's root (``python -m scripts.demo``, ``python -m benchmarks.benchmark``), import it
+as ``harness.support``.
 """
 
 from __future__ import annotations

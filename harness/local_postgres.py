@@ -168,7 +168,7 @@ class LocalPostgres:
             *(() if self.durable else NOT_DURABLE),
         ]
         with (self.datadir / "postgresql.conf").open("a") as conf:
-            conf.write("\n# tap-accessgov's local server (scripts/local_postgres.py)\n")
+            conf.write("\n# tap-accessgov's local server (harness/local_postgres.py)\n")
             conf.write("".join(f"{line}\n" for line in settings))
 
     def _create_database(self) -> None:

@@ -3,7 +3,7 @@ with nothing of this tap's (no time windows, no retries of ours, no conformance,
 snapshots, none of its savings in the SDK's per-record path), beside which the ratios
 benchmark puts the tap: what the SDK gives a tap that does nothing more.
 
-    python scripts/plain_sdk_tap.py --config CONFIG --catalog CATALOG   # as the tap is run
+    python -m benchmarks.plain_sdk_tap --config CONFIG --catalog CATALOG   # as the tap is run
 
 One ``RESTStream``: ``POST /api/v1/grants/feed`` with ``pageSize`` 100 and the page token in
 the body (the SDK's ``BaseAPIPaginator``), a bearer token from the secret, the records as
@@ -13,7 +13,7 @@ catalog and config Meltano would pass, and writes RECORD and STATE messages to s
 every SDK tap does: what is left is the SDK's per-record path (record messages, stream maps,
 the bookmark, metrics) and the HTTP client's.
 
-    python scripts/plain_sdk_tap.py --floor --config CONFIG --catalog CATALOG
+    python -m benchmarks.plain_sdk_tap --floor --config CONFIG --catalog CATALOG
 
 ``--floor``: the floor of any SDK tap of the feed (``FloorStream``): each entry written as the
 raw loop writes it (decoded, not reshaped), with no replication key and without the SDK's
@@ -21,6 +21,9 @@ selection pass (the tap skips it too where every property is selected), so nothi
 SDK's record path (the message, stream maps, the writer, the record counter) stands between
 the decoded page and stdout. A tap of the feed does this and more; a ratio it cannot reach, no
 tap on the SDK's record path reaches (docs/performance.md).
+
+Run from the repository's root, as a module: the token request is the raw loop's, imported
+from the package.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from singer_sdk.singerlib import Catalog, RecordMessage
 from singer_sdk.streams import RESTStream
 from typing_extensions import override
 
-import raw_loop  # the baseline client's token request (scripts/ is this script's directory)
+from benchmarks import raw_loop  # the baseline client's token request
 from tap_accessgov import schemas
 from tap_accessgov.output import record_messages
 

@@ -33,7 +33,7 @@ import typing as t
 from dataclasses import dataclass
 from pathlib import Path
 
-from support import BIN, ROOT, TAP, EmulatorProcess, Warehouse, libpq_env
+from harness.support import BIN, ROOT, TAP, EmulatorProcess, Warehouse, libpq_env
 
 if t.TYPE_CHECKING:
     from collections.abc import Callable

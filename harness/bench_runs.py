@@ -1,4 +1,4 @@
-"""How a benchmark side is run and timed, shared by scripts/benchmark.py and its sections
+"""How a benchmark side is run and timed, shared by benchmarks/benchmark.py and its sections
 (backfill_benchmark.py, benchmark_snapshots.py) and by the streams' own benchmarks
 (system_log_benchmark.py, past_grants_benchmark.py, tasks_benchmark.py): an emulator with the
 listed exclusion entitlements every section measured with, the tap with a catalog of one stream
@@ -24,9 +24,10 @@ import time
 import typing as t
 from pathlib import Path
 
-from support import BIN, ROOT, TAP, EmulatorProcess, emulator_environment_env
+from harness.support import BIN, ROOT, TAP, EmulatorProcess, emulator_environment_env
 
-RAW_LOOP = Path(__file__).resolve().parent / "raw_loop.py"  # the baseline client
+# the baseline client, started by its path: it imports nothing of the project
+RAW_LOOP = ROOT / "benchmarks" / "raw_loop.py"
 
 
 def start_emulator(workdir: Path, name: str, *options: str) -> EmulatorProcess:
@@ -37,7 +38,7 @@ def start_emulator(workdir: Path, name: str, *options: str) -> EmulatorProcess:
 
 
 def raw_loop(config_path: Path, *options: str) -> list[str]:
-    """The command of the baseline client (scripts/raw_loop.py) for a tap config."""
+    """The command of the baseline client (benchmarks/raw_loop.py) for a tap config."""
     return [sys.executable, str(RAW_LOOP), str(config_path), *options]
 
 

@@ -14,7 +14,7 @@ Tenants: ``demo`` is the emulator's defaults; ``large`` has 200 apps, 2,000 app 
 and about 20,000 accounts (160 apps with grants, 125 users each, plus their service
 accounts; 40 catalog-only apps, nobody holding their entitlements).
 
-    .venv/bin/python scripts/grants_ways_benchmark.py [--tenants demo,large] [--workers 1,8]
+    .venv/bin/python -m benchmarks.grants_ways_benchmark [--tenants demo,large] [--workers 1,8]
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from pathlib import Path
 
 import requests
 
-from support import EmulatorProcess
+from harness.support import EmulatorProcess
 
 PAGE = 100
 TENANTS: dict[str, list[str]] = {

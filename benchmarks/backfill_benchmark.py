@@ -1,4 +1,4 @@
-"""The ``backfill`` section of scripts/benchmark.py: a real tenant's first sync.
+"""The ``backfill`` section of benchmarks/benchmark.py: a real tenant's first sync.
 
 A tenant answers each page in about 100-300 ms, so a backfill is bound by latency. The service
 does not document the order of the feed, nor does the tap know where a tenant's data begins.
@@ -44,9 +44,9 @@ import sys
 import time
 import typing as t
 
-import bench_runs as bench
-from ratios_benchmark import export_revision
-from support import TAP, EmulatorProcess, Warehouse, install_plugins
+from benchmarks.ratios_benchmark import export_revision
+from harness import bench_runs as bench
+from harness.support import TAP, EmulatorProcess, Warehouse, install_plugins
 
 if t.TYPE_CHECKING:
     import argparse

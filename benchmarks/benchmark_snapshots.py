@@ -27,8 +27,8 @@ import time
 import typing as t
 from pathlib import Path
 
-from bench_runs import start_emulator
-from support import ROOT, TAP, EmulatorProcess, Warehouse, install_plugins
+from harness.bench_runs import start_emulator
+from harness.support import ROOT, TAP, EmulatorProcess, Warehouse, install_plugins
 
 TARGET = ROOT / ".meltano/loaders/target-postgres/venv/bin/target-postgres"
 

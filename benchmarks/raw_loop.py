@@ -1,10 +1,10 @@
 """The benchmarks' baseline: the grant feed read by the plainest client there is, one page after
 another (requests, pages of 100, one token), no SDK.
 
-    python scripts/raw_loop.py CONFIG                  # each entry as a JSON line to /dev/null
-    python scripts/raw_loop.py CONFIG --copy URL TABLE  # psycopg COPY of each entry into TABLE
-    python scripts/raw_loop.py CONFIG --dates FILE      # the entries' dates, sorted, into FILE
-    python scripts/raw_loop.py CONFIG --windows FILE N  # N windows of equal counts at once
+    python benchmarks/raw_loop.py CONFIG                  # each entry as a JSON line to /dev/null
+    python benchmarks/raw_loop.py CONFIG --copy URL TABLE  # psycopg COPY of each entry into TABLE
+    python benchmarks/raw_loop.py CONFIG --dates FILE      # the entries' dates, sorted, into FILE
+    python benchmarks/raw_loop.py CONFIG --windows FILE N  # N windows of equal counts at once
 
 CONFIG is the tap's config file (client_id, client_secret, api_url, start_date if any). The first form
 prints the entries read; the second creates TABLE with grant_feed's columns and primary key (as

@@ -18,7 +18,7 @@ by side; and checked: both ``automation_exclusion_history`` equal the history th
 made (first seen, last seen, removed), so the prune lost nothing. The tap, the emulator and
 Meltano are not involved: the loaded files are what they write, and the question is storage.
 
-    .venv/bin/python scripts/history_benchmark.py --nights 30 --change 0.01
+    .venv/bin/python -m benchmarks.history_benchmark --nights 30 --change 0.01
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from pathlib import Path
 
 import duckdb
 
-from support import ROOT
+from harness.support import ROOT
 
 DBT = ROOT / ".meltano/utilities/dbt-duckdb/venv/bin/dbt"
 SELECTED = [

@@ -11,7 +11,7 @@ figures are the emulator's request counters, the records the tap wrote and the w
 the tap's command line (its start-up, about 3 s here, included). Every worker count must deliver the same tasks, and a nightly run at
 least the decided ones.
 
-    .venv/bin/python scripts/tasks_benchmark.py [--events 330000] [--latency 0.1] [--workers 8,1]
+    .venv/bin/python -m benchmarks.tasks_benchmark [--events 330000] [--latency 0.1] [--workers 8,1]
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import tempfile
 import typing as t
 from pathlib import Path
 
-import bench_runs as bench
-from support import EmulatorProcess
+from harness import bench_runs as bench
+from harness.support import EmulatorProcess
 
 SEARCH = "/api/v1/search/tasks"
 

@@ -14,7 +14,7 @@ Tenants as in grants_ways_benchmark.py: ``demo`` (the emulator's defaults: 8 app
 grants in a catalog of 120, 2,000 users and as many more in the directory, 20,000 events) and
 ``large`` (200 apps, 2,000 app entitlements, about 20,000 accounts).
 
-    .venv/bin/python scripts/first_run_benchmark.py [--tenants demo,large] [--latency 0.05]
+    .venv/bin/python -m benchmarks.first_run_benchmark [--tenants demo,large] [--latency 0.05]
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from grants_ways_benchmark import TENANTS
-from support import TAP, EmulatorProcess
+from benchmarks.grants_ways_benchmark import TENANTS
+from harness.support import TAP, EmulatorProcess
 
 CLOSING_LINE = re.compile(r"\| (\w+): ([\d,]+) records in ([\d.]+) s$")
 METRIC = re.compile(r"METRIC: (\{.*\})$")

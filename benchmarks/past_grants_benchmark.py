@@ -10,7 +10,7 @@ seconds (default 100 ms), pages of 100. Side by side in one run:
    removals): its requests, against the first sync's (the search has no time filter, so
    reading the whole history again would cost the first sync's requests every night).
 
-    .venv/bin/python scripts/past_grants_benchmark.py [--ended 200000] [--latency 0.1]
+    .venv/bin/python -m benchmarks.past_grants_benchmark [--ended 200000] [--latency 0.1]
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-import bench_runs as bench
-from support import EmulatorProcess
+from harness import bench_runs as bench
+from harness.support import EmulatorProcess
 
 SEARCH = "/api/v1/search/past-grants"
 FEED = "/api/v1/grants/feed"
