@@ -268,9 +268,10 @@ def test_a_run_with_15_percent_faults_delivers_exactly_the_clean_run(
     )
     faulted = sync(config)
     stats = emulator.stats
-    # The log the faulted run reads goes on past the clean run's: compare up to its end.
-    read_up_to = ns(clean.state["bookmarks"]["system_log"]["replication_key_value"])
-    expected = record_multiset(clean)
+    # The log the faulted run reads goes on past the clean run's: compare both up to the
+    # clean run's latest event (its bookmark), that instant included.
+    read_up_to = ns(clean.state["bookmarks"]["system_log"]["replication_key_value"]) + 1
+    expected = record_multiset(logged_before(clean, read_up_to))
     got = record_multiset(logged_before(faulted, read_up_to))
     lost = sum((expected[s] - got.get(s, Counter())).total() for s in expected)
     duplicates = sum((got[s] - expected.get(s, Counter())).total() for s in got)

@@ -1,4 +1,4 @@
-"""``system_log`` against the emulator's log: every event before a run's bookmark delivered
+"""``system_log`` against the emulator's log: every event before a run's upper bound delivered
 once, in any order the service answers, with events at one instant, without ``time`` or with
 it as text; across runs nothing lost and nothing twice; nightly requests in proportion to the
 new events; a killed run resumed from its STATE; unreadable events skipped with one warning
@@ -6,17 +6,22 @@ per kind."""
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 import typing as t
 from collections import Counter
+from dataclasses import dataclass
 
 import pytest
+import requests
 
 from emulator import Dataset, Emulator
+from emulator import shapes as served_shapes
 from emulator import system_log as served
 from emulator.system_log import Kind
 from emulator.timefmt import format_ns
+from tap_accessgov.tap import TapAccessGov
 from tests.conftest import SMALL_DATASET, SyncResult, catalog_selecting, ns, sync, tap_config
 
 LOG = "/api/v1/systemlog/events"
@@ -25,16 +30,49 @@ DAY = 86_400 * 10**9
 MINUTE = 60 * 10**9
 
 
-def log_sync(emu: Emulator, state: dict[str, t.Any] | None = None, **settings: t.Any) -> SyncResult:
+@dataclass(frozen=True)
+class LogRun:
+    """A run of ``system_log`` alone, and the upper bound it read to (its requests' latest
+    ``until``: the run's start, or ``end_date`` below it)."""
+
+    result: SyncResult
+    until: int
+
+    @property
+    def records(self) -> dict[str, list[dict[str, t.Any]]]:
+        return self.result.records
+
+    @property
+    def state(self) -> dict[str, t.Any]:
+        return self.result.state
+
+
+def log_sync(emu: Emulator, state: dict[str, t.Any] | None = None, **settings: t.Any) -> LogRun:
     config = {**tap_config(emu), "page_size": 50, **settings}
-    return sync(config, state=state, catalog=catalog_selecting(config, {"system_log": None}))
+    config = {k: v for k, v in config.items() if v is not None}  # None: a setting left out
+    catalog = catalog_selecting(config, {"system_log": None})
+    tap = TapAccessGov(config=config, state=state, catalog=catalog, parse_env_config=False)
+    sent: list[int] = []
+
+    def until(response: requests.Response, *args: t.Any, **kwargs: t.Any) -> None:
+        if response.request.body and (bound := json.loads(response.request.body).get("until")):
+            sent.append(ns(bound))
+
+    tap.streams["system_log"].requests_session.hooks["response"].append(until)  # type: ignore[attr-defined]
+    result = sync(config, tap=tap)
+    return LogRun(result, max(sent))
 
 
-def bookmark(result: SyncResult) -> int:
-    return ns(result.state["bookmarks"]["system_log"]["replication_key_value"])
+def bookmark(run: LogRun) -> int:
+    """The run's bookmark: the latest ``time`` it delivered."""
+    return ns(run.state["bookmarks"]["system_log"]["replication_key_value"])
 
 
-def uids(result: SyncResult) -> list[str]:
+def latest_delivered(run: LogRun) -> int:
+    return max(ns(r["time"]) for r in run.records["system_log"] if r["time"])
+
+
+def uids(result: LogRun) -> list[str]:
     return [record["uid"] for record in result.records.get("system_log", [])]
 
 
@@ -53,7 +91,7 @@ def truth(emu: Emulator, since: int, until: int) -> list[str]:
         ("asked", "changed"),
     ],
 )
-def test_two_runs_deliver_every_event_before_the_bookmark_once_in_any_order(
+def test_two_runs_deliver_every_event_once_but_the_bookmark_instants_in_any_order(
     make_emulator: t.Callable[..., Emulator], order: str, shapes: str
 ) -> None:
     """The service's order (asked: oldest first as the tap asks), sign-ins without ``time``
@@ -62,7 +100,8 @@ def test_two_runs_deliver_every_event_before_the_bookmark_once_in_any_order(
     emu = make_emulator(Dataset(**DATASET), log_order=order, shapes=shapes)
     first = log_sync(emu, max_concurrency=4)
     first_bookmark = bookmark(first)
-    assert sorted(uids(first)) == truth(emu, 0, first_bookmark)
+    assert first_bookmark == latest_delivered(first)
+    assert sorted(uids(first)) == truth(emu, 0, first.until)
     assert len(set(uids(first))) == len(uids(first))
     times = Counter(r["time"] for r in first.records["system_log"])
     if shapes == "older":  # sign-ins without time, a third of a burst among them
@@ -71,7 +110,7 @@ def test_two_runs_deliver_every_event_before_the_bookmark_once_in_any_order(
         assert max(times.values()) >= 64, "a burst of events at one instant was read whole"
     # Between the runs: events at the bookmark's instant (the log keeps whole milliseconds),
     # and the service's own activity.
-    at_bookmark = -(-first_bookmark // 1_000_000) * 1_000_000
+    at_bookmark = -(-first.until // 1_000_000) * 1_000_000
     for n in range(40):
         emu.dataset.log.record(
             Kind.READ,
@@ -81,15 +120,19 @@ def test_two_runs_deliver_every_event_before_the_bookmark_once_in_any_order(
         )
     emu.add_events(count=30)
     second = log_sync(emu, state=first.state, max_concurrency=4)
-    second_bookmark = bookmark(second)
-    assert sorted(uids(second)) == truth(emu, first_bookmark, second_bookmark)
-    assert not set(uids(first)) & set(uids(second)), "no event delivered twice"
-    assert sorted(uids(first) + uids(second)) == truth(emu, 0, second_bookmark)
+    assert bookmark(second) == latest_delivered(second)
+    assert sorted(uids(second)) == truth(emu, first_bookmark, second.until)
+    # delivered twice: what the first run read from its bookmark's instant on (that instant's
+    # events, and after it only events without ``time``), read again by the second
+    again = set(truth(emu, first_bookmark, first.until))
+    assert set(uids(first)) & set(uids(second)) == again
+    assert sorted(set(uids(first) + uids(second))) == truth(emu, 0, second.until)
     # The first run's own reads are in the second, named by the tap's user agent.
     own = [
         r
         for r in second.records["system_log"]
         if r["api_operation"] and "SystemLog" in r["api_operation"]
+        if r["time"] and ns(r["time"]) >= first.until
     ]
     assert own
     assert {r["http_user_agent"].split("/")[0] for r in own} == {"tap-accessgov"}
@@ -127,9 +170,9 @@ def test_concurrency_changes_nothing_but_time_and_a_nightly_run_asks_little(
     eight = log_sync(
         emu,
         max_concurrency=8,
-        end_date=one.state["bookmarks"]["system_log"]["replication_key_value"],
+        end_date=format_ns(one.until),
     )
-    assert sorted(uids(eight)) == truth(emu, 0, bookmark(one)) == sorted(uids(one))
+    assert sorted(uids(eight)) == truth(emu, 0, one.until) == sorted(uids(one))
     # Nightly: the requests follow the new events (here the first runs' own calls and a
     # few hundred sign-ins, then a second of nothing up to the run's start), not the log's
     # size. Without the quiet second the cut depended on the machine's pace: a busy one made
@@ -141,7 +184,7 @@ def test_concurrency_changes_nothing_but_time_and_a_nightly_run_asks_little(
     emu.reset_stats()
     nightly = log_sync(emu, state=one.state, max_concurrency=8)
     new = len(uids(nightly))
-    assert new == len(truth(emu, bookmark(one), bookmark(nightly))) >= 300
+    assert new == len(truth(emu, bookmark(one), nightly.until)) >= 300
     # In proportion: at most twice the pages the new events fill (a window split into
     # pieces ends each on a part page), plus a round of probes and a page per worker.
     requests = emu.stats["api_requests_by_path"][LOG]
@@ -156,7 +199,7 @@ def test_a_first_run_reads_from_start_date_and_a_since_before_retention_loses_no
     events = emu.dataset.system_log()
     middle = events[len(events) // 2].time
     result = log_sync(emu, start_date=format_ns(middle))
-    assert sorted(uids(result)) == truth(emu, middle, bookmark(result))
+    assert sorted(uids(result)) == truth(emu, middle, result.until)
     # A retention shorter than the log: a first run from long before it reads what the
     # service keeps (its cut moves with the clock while the run reads: a minute's slack).
     days = (time.time_ns() - middle) // DAY
@@ -165,21 +208,18 @@ def test_a_first_run_reads_from_start_date_and_a_since_before_retention_loses_no
     kept = log_sync(emu, start_date="2000-01-01T00:00:00Z")
     delivered = set(uids(kept))
     assert len(delivered) == len(uids(kept))
-    assert set(truth(emu, cut + MINUTE, bookmark(kept))) <= delivered
-    assert delivered <= set(truth(emu, cut - MINUTE, bookmark(kept)))
-    assert len(delivered) < len(truth(emu, 0, bookmark(kept)))
+    assert set(truth(emu, cut + MINUTE, kept.until)) <= delivered
+    assert delivered <= set(truth(emu, cut - MINUTE, kept.until))
+    assert len(delivered) < len(truth(emu, 0, kept.until))
 
 
 def test_a_first_run_without_start_date_reads_the_whole_log(emulator: Emulator) -> None:
     """No start_date and no bookmark: from the log's first event, each event once."""
-    config = {k: v for k, v in tap_config(emulator).items() if k != "start_date"}
-    result = sync(
-        {**config, "page_size": 50},
-        catalog=catalog_selecting(config, {"system_log": None}),
-    )
+    assert "start_date" in tap_config(emulator)
+    result = log_sync(emulator, start_date=None)
     delivered = uids(result)
     assert len(delivered) == len(set(delivered))
-    assert sorted(delivered) == truth(emulator, 0, bookmark(result))
+    assert sorted(delivered) == truth(emulator, 0, result.until)
     assert len(delivered) > 1000
 
 
@@ -214,7 +254,7 @@ def test_unreadable_events_are_skipped_or_left_without_time_with_one_warning_per
     with caplog.at_level(logging.WARNING):
         result = log_sync(emulator, max_concurrency=1)
     records = {r["uid"]: r for r in result.records["system_log"]}
-    kept = [uid for uid in truth(emulator, 0, bookmark(result)) if spoiled.get(uid) != "dropped"]
+    kept = [uid for uid in truth(emulator, 0, result.until) if spoiled.get(uid) != "dropped"]
     assert sorted(records) == kept
     assert {uid for uid, r in records.items() if r["time"] is None} == {
         uid for uid in kept if spoiled.get(uid) == "no time"
@@ -234,3 +274,26 @@ def test_unreadable_events_are_skipped_or_left_without_time_with_one_warning_per
     ]
     assert not [w for w in warnings if "tuesday" in w or any(uid in w for uid in spoiled)]
     assert "New replication value is null" not in caplog.text
+
+
+@pytest.mark.parametrize("shapes", served_shapes.SHAPES)
+@pytest.mark.parametrize("order", served.ORDERS)
+def test_an_event_logged_late_at_the_last_instant_a_run_delivered_comes_with_the_next_run(
+    make_emulator: t.Callable[..., Emulator], order: str, shapes: str
+) -> None:
+    """A log written by many writers gets events late: one dated at the instant of the last
+    event a run delivered, but written after that run, is delivered by the next run, once, in
+    every order the service may answer and every format of ``time``."""
+    emu = make_emulator(
+        Dataset(**{**SMALL_DATASET, "log_background": 400}), log_order=order, shapes=shapes
+    )
+    first = log_sync(emu, max_concurrency=2)
+    last = max(ns(r["time"]) for r in first.records["system_log"] if r["time"])
+    before = {e.uid for e in emu.dataset.system_log()}
+    emu.dataset.log.record(
+        Kind.READ, emu.dataset.log.admin(0), operation="c1.api.app.v1.Apps/List", at=last
+    )
+    (late,) = {e.uid for e in emu.dataset.system_log()} - before
+    second = log_sync(emu, state=first.state, max_concurrency=2)
+    assert late not in uids(first)
+    assert uids(second).count(late) == 1

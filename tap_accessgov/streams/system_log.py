@@ -1,19 +1,19 @@
 """``system_log``: what happened in the service, ``POST /api/v1/systemlog/events`` (OCSF
 events; the vendor's endpoint for synchronizing the log to external systems), incremental.
 
-**Key: the event's uid** (OCSF ``metadata.uid``), unique per event. **Cursor: the instant a
-run read up to**, not the latest event's time. A run reads the half-open range ``[bookmark,
+**Key: the event's uid** (OCSF ``metadata.uid``), unique per event. **Cursor: the latest
+``time`` a run delivered**, as the grant feed's. A run reads the half-open range ``[bookmark,
 run start)`` (``since`` inclusive, ``until`` exclusive; ``start_date`` or the log's beginning
-on a first run, ``end_date`` below the run's start when set) and, when it completes, its
-bookmark is that upper bound: every event before it has been read, so the next run starts
-exactly there. Nothing is lost and nothing is delivered twice across runs, whatever the
-events' times: many events at one instant (a bookmark at the latest event's time would read
-them again, or skip those not yet read), events without ``time`` (some event types before
-August 2026: they cannot move a time cursor but are in the range the service files them
-in), either sort order (a range is read whole before it counts). ``sinceEventUid`` is not
-used: "after this event" means nothing without an order, and the default order is not
-documented. Events appended while a run reads (its own reads among them) are after its
-``until``: the next run reads them.
+on a first run, ``end_date`` below the run's start when set); the next one reads from its
+bookmark, that instant included. A log written by many writers gets events late: one dated at
+(or after) the last instant a run delivered but written after that run is delivered by the
+next run; the events of that instant are delivered again, which the warehouse's models count
+once (``stg_system_log`` keeps one row per uid). Many events at one instant, events without
+``time`` (some event types before August 2026: they cannot move the cursor but are in the
+range the service files them in) and either sort order change nothing: a range is read whole
+before it counts. ``sinceEventUid`` is not used: "after this event" means nothing without an
+order, and the default order is not documented. Events appended while a run reads (its own
+reads among them) are after its ``until``: the next run reads them.
 
 The range is read like the grant feed's (streams/windowed.py): concurrent half-open windows
 cut where the events are, a large window split, a STATE as each completes, a killed run
@@ -90,8 +90,8 @@ class SystemLogStream(BodyPaging, WindowedStream):
             yield from self.read_windows(
                 run, lower, upper, bookmarked=bookmark is not None, key_of=_key
             )
-        # Every event before ``upper`` has been read: the next run starts there.
-        run.backfill.saw(from_ns(upper))
+        # The bookmark is the latest instant delivered, read again by the next run (``since``
+        # is inclusive): an event a writer logs late at that instant is not lost.
         run.finish()
 
     @override
