@@ -14,6 +14,7 @@ import requests
 
 from emulator import Dataset, Emulator, reviews
 from emulator import tasks as served
+from emulator.shapes import SHAPES
 from emulator.timefmt import parse_rfc3339 as service_ns
 from tap_accessgov.paging import Page, viewed_objects
 from tap_accessgov.tap import TapAccessGov
@@ -423,3 +424,45 @@ def test_an_access_review_sent_without_an_id_is_skipped_with_the_streams_warning
         "Skipping an access review without an id (GET /api/v1/access_reviews)"
     ]
     assert {r.name for r in warnings} == {"tap-accessgov.access_reviews"}
+
+
+@pytest.mark.parametrize("shapes", SHAPES)
+@pytest.mark.parametrize("creation_order", ["as asked", "newest first"])
+def test_tasks_created_or_decided_late_at_the_bookmark_instant_come_with_the_next_run(
+    make_emulator: t.Callable[..., Emulator],
+    monkeypatch: pytest.MonkeyPatch,
+    shapes: str,
+    creation_order: str,
+) -> None:
+    """Tasks written after a run but dated at the instant of the last change it delivered
+    (created then, or decided then) are read by the next run, each once, whatever the order
+    the service answers the creation sort in and the release's shapes."""
+    tenant = make_emulator(Dataset(**SMALL_DATASET, ticket_ids="mixed"), shapes=shapes)
+    if creation_order == "newest first":
+        monkeypatch.setitem(
+            served.SORTS, "TASK_SEARCH_SORT_BY_CREATED_AT", lambda task: -task.created
+        )
+    config = task_config(tenant, max_concurrency=2)
+    first = tasks_of(config)
+    bookmark = first.state["bookmarks"]["tasks"]["replication_key_value"]
+    before = {task["id"] for task in tenant.dataset.tasks()}
+    decided = tenant.close_tasks(count=1, at=ns(bookmark))
+    tenant.add_events(dates=[bookmark] * 12)
+    created = {task["id"] for task in tenant.dataset.tasks()} - before
+    late = {
+        task["id"]: task
+        for task in tenant.dataset.tasks()
+        if task["id"] in created or task["id"] in decided
+    }
+    assert created
+    assert decided
+    assert all(
+        ns(bookmark) in (service_ns(task["createdAt"]), outcome_ns(task)) for task in late.values()
+    )
+    second = tasks_of(config, state=first.state)
+    read = [record["id"] for record in second.records["tasks"]]
+    assert all(read.count(task_id) == 1 for task_id in late)
+    read_now = by_id(second.records["tasks"])
+    assert {task_id: read_now[task_id] for task_id in late} == {
+        task_id: expected(task) for task_id, task in late.items()
+    }
