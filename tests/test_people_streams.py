@@ -342,3 +342,55 @@ def test_a_viewed_object_without_an_id_is_skipped_with_a_warning_naming_the_call
     assert [(r.name, r.getMessage()) for r in caplog.records] == [
         (reader.logger.name, f"Skipping {named} without an id (GET {path})")
     ]
+
+
+@pytest.mark.parametrize("missing", ["appId", "appEntitlementId", "appUserId"])
+def test_a_grant_without_one_of_its_three_ids_is_skipped_with_a_warning_naming_the_others(
+    caplog: pytest.LogCaptureFixture, missing: str
+) -> None:
+    """A grant is keyed by its app, entitlement and account: one without any of them cannot
+    be, and is skipped with a warning naming the app and entitlement it has (never the
+    account's or a person's names); the grants with all three are kept whole."""
+    stream = TapAccessGov(
+        config={"client_id": CREDENTIAL.client_id, "client_secret": CREDENTIAL.client_secret},
+        parse_env_config=False,
+    ).streams["grants"]
+    whole = {
+        "appId": "a1",
+        "appEntitlementId": "e1",
+        "appUserId": "u1",
+        "appEntitlementUserBindingCreatedAt": "2026-01-02T03:04:05Z",
+        "grantSources": [{"appEntitlementId": "e0"}],
+    }
+    partial = {key: value for key, value in {**whole, "appUserId": "u2"}.items() if key != missing}
+    answer = requests.Response()
+    answer.status_code = 200
+    answer._content = json.dumps(
+        {
+            "list": [
+                # a field the schema does not have (a newer release's) is not kept
+                {
+                    "appEntitlementUserBinding": {**whole, "somethingNew": 1},
+                    "appUser": {"displayName": "Ann"},
+                },
+                {"appEntitlementUserBinding": partial},
+                None,
+            ]
+        }
+    ).encode()
+    answer.request = requests.Request("POST", "https://acme.test/api/v1/search/grants").prepare()
+    with caplog.at_level(logging.WARNING):
+        grants = list(stream.parse_response(Page.read(answer)))
+    assert grants == [whole]
+    named = {key: partial.get(key) for key in ("appId", "appEntitlementId")}
+    skipped = (
+        "Skipping a grant without an app, app entitlement or app user id "
+        f"(app {named['appId']}, app entitlement {named['appEntitlementId']})"
+    )
+    assert [(r.name, r.getMessage()) for r in caplog.records] == [
+        (stream.logger.name, skipped),
+        (
+            stream.logger.name,
+            "Skipping a grant without an app, app entitlement or app user id (app None, app entitlement None)",
+        ),
+    ]
