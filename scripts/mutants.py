@@ -76,14 +76,14 @@ COVERED_BY: dict[str, tuple[str, ...]] = {
     "tap_accessgov/streams/tasks.py": ("tests/test_tasks.py",),
     # the range reader: the three windowed streams' tests, and the backfill's (windows split,
     # resumed, read in every order)
-    "tap_accessgov/streams/grant_feed_windows.py": (
+    "tap_accessgov/engine/time_ranges.py": (
         "tests/test_windows.py",
         "tests/test_backfill.py",
         "tests/test_streams.py",
         "tests/test_system_log.py",
         "tests/test_tasks.py",
     ),
-    "tap_accessgov/streams/windowed.py": (
+    "tap_accessgov/engine/windowed.py": (
         "tests/test_backfill.py",
         "tests/test_streams.py",
         "tests/test_system_log.py",

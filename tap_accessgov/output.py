@@ -72,7 +72,7 @@ class OutputWriter(MsgSpecWriter):
 
     The time spent writing is kept (``time_not_writing``): in a pipeline it is the time the
     loader took to read, which the grant feed's windows must not take for the service's
-    latency (grant_feed_windows.InFlight).
+    latency (time_ranges.InFlight).
     """
 
     def __init__(self) -> None:

@@ -2,14 +2,14 @@
 failed call reads in the messages.
 
 One policy for both kinds of call. The API calls apply it through the SDK's backoff hooks
-(streams/base.py: ``backoff_wait_generator``, ``backoff_handler``, the give-up around
+(engine/stream.py: ``backoff_wait_generator``, ``backoff_handler``, the give-up around
 ``request_decorator``); the token call through urllib3's Retry on the authenticator's session
 (auth.py). The vendor's own clients retry the same statuses, honour Retry-After and cap their
 waits around 30 s.
 
 How a failure reads (``where``, ``service_message``) lives here too: the retry warnings and the
 give-up errors are its main readers, and paging.py and auth.py need it without importing the
-stream (streams/base.py imports both).
+stream (engine/stream.py imports both).
 """
 
 from __future__ import annotations

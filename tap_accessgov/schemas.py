@@ -490,7 +490,7 @@ ACCESS_REVIEW = th.PropertiesList(
     ),
 ).to_dict()
 
-# Every record of a full-table stream carries the run's snapshot (streams/snapshots.py).
+# Every record of a full-table stream carries the run's snapshot (engine/snapshots.py).
 SNAPSHOT_AT = "snapshotAt"
 SNAPSHOT_AT_PROPERTY = th.Property(
     SNAPSHOT_AT,

@@ -10,8 +10,8 @@ Where the tap bends singer-sdk (0.54, and 0.55's pre-releases), each in one plac
    with nothing new ended on a RECORD, and a target that echoes the last STATE it saw
    (target-jsonl) kept none; the SDK has no hook at the end of a successful run. Would go
    with such a hook, or with the SDK writing the whole state at the end of every run.
-2. ``TapStream.sync`` (streams/base.py), final in the SDK, is overridden: however a stream's sync
-   ends, the worker threads it drives end with it (streams/workers.py), the records it wrote leave
+2. ``TapStream.sync`` (engine/stream.py), final in the SDK, is overridden: however a stream's sync
+   ends, the worker threads it drives end with it (engine/workers.py), the records it wrote leave
    the writer's chunk (output.py), and a failed run still says how the service slowed it
    down. Why: the SDK has no hook at the end of a stream's sync, and
    a failure outside ``get_records`` (a stream map, a closed output) leaves the records
@@ -25,7 +25,7 @@ Where the tap bends singer-sdk (0.54, and 0.55's pre-releases), each in one plac
    SDK would parse it again in ``parse_response`` and in the paginator, after the retries.
    Would go with an SDK hook that parses a response once, inside the retried call, and hands
    the parsed body to the hooks that read it.
-4. ``TapStream._generate_record_messages`` (streams/base.py), a private of the SDK, is
+4. ``TapStream._generate_record_messages`` (engine/stream.py), a private of the SDK, is
    overridden: where the catalog selects every property, a record's messages are made
    without the SDK's selection pass, which copies and walks every record to remove nothing
    (``output.record_messages``, which reads the stream's private ``_stream_version``);

@@ -24,10 +24,8 @@ import pytest
 import requests
 
 from emulator import Dataset, Emulator
-from tap_accessgov.output import OutputClosedError
-from tap_accessgov.request_budget import RequestBudget, SyncStopped
-from tap_accessgov.streams import grant_feed_windows
-from tap_accessgov.streams.grant_feed_windows import (
+from tap_accessgov.engine import time_ranges
+from tap_accessgov.engine.time_ranges import (
     BY_DATE,
     MAX_PIECES,
     MIN_WIDTH,
@@ -42,6 +40,9 @@ from tap_accessgov.streams.grant_feed_windows import (
     initial_windows,
     pieces,
 )
+from tap_accessgov.output import OutputClosedError
+from tap_accessgov.request_budget import RequestBudget, SyncStopped
+from tap_accessgov.streams.grant_feed import key
 from tap_accessgov.tap import TapAccessGov
 from tap_accessgov.timestamps import from_ns, normalize_timestamp
 from tests.conftest import (
@@ -402,7 +403,7 @@ def test_the_windows_in_flight_read_the_runs_time_without_its_writing(
             super().__init__(maximum, **clock)
             clocks.append(clock["wall_clock"])
 
-    monkeypatch.setattr(grant_feed_windows, "InFlight", Recorded)
+    monkeypatch.setattr(time_ranges, "InFlight", Recorded)
     config = feed_config(skewed)
     tap = TapAccessGov(config=config, catalog=feed_only(config), parse_env_config=False)
     sync(config, tap=tap)
@@ -847,7 +848,7 @@ def test_a_sample_cut_gives_pieces_of_equal_counts_that_tile_the_window() -> Non
         [_event(n, d) for n, d in enumerate(dates[100:], 100)],
     ]
     window = Window(0, 1000 * ms)
-    children = pieces(window, delivered_pages, 1.0, 0, 1000 * ms)
+    children = pieces(window, delivered_pages, 1.0, 0, 1000 * ms, key)
     assert len(children) == SAMPLE_PIECES
     assert children[0].start == 0
     assert children[-1].end == 1000 * ms
@@ -859,7 +860,9 @@ def test_a_sample_cut_gives_pieces_of_equal_counts_that_tile_the_window() -> Non
     assert sum(sum(c.skip.values()) for c in children if c.skip) == 200, (
         "each read event skipped once"
     )
-    assert not pieces(children[0], delivered_pages, 1.0, 0, 1000 * ms), "a piece is not cut again"
+    assert not pieces(children[0], delivered_pages, 1.0, 0, 1000 * ms, key), (
+        "a piece is not cut again"
+    )
 
 
 def test_a_start_date_years_before_the_data_is_not_cut_into_empty_windows(
@@ -909,7 +912,7 @@ def test_a_sample_in_no_date_order_cuts_the_first_windows_at_its_quantiles() -> 
     # Each holds a few pages: cut again at twice the typical pages, its pages would be read
     # again by sixteen pieces (three times the requests of one query, measured, in no order).
     pages = [[_event(100 * p + n, rng.randrange(1000 * ms)) for n in range(100)] for p in range(4)]
-    assert not pieces(windows[5], pages, 1.0, 0, 1000 * ms)
+    assert not pieces(windows[5], pages, 1.0, 0, 1000 * ms, key)
     in_order = initial_windows(-5 * ms, None, 0, 1000 * ms, 8, sorted(sample))
     assert in_order == initial_windows(-5 * ms, None, 0, 1000 * ms, 8)
 
@@ -928,7 +931,7 @@ def test_a_window_in_date_order_is_cut_ahead_of_the_reading_only(ascending: bool
     pages = [[_event(n, d) for n, d in enumerate(dates[:100])]]
     pages.append([_event(n, d) for n, d in enumerate(dates[100:], 100)])
     window = Window(0, 1000 * ms)
-    children = pieces(window, pages, None, 0, 1000 * ms)
+    children = pieces(window, pages, None, 0, 1000 * ms, key)
     assert children[0].start == 0
     assert children[-1].end == 1000 * ms
     assert all(a.end == b.start for a, b in itertools.pairwise(children))
@@ -963,10 +966,10 @@ def test_pages_read_within_a_burst_after_a_quiet_stretch_are_no_density_to_cut_b
         dates = [1000 * ms - d for d in dates]
     pages = [[_event(n, d) for n, d in enumerate(dates[:100])]]
     pages.append([_event(n, d) for n, d in enumerate(dates[100:], 100)])
-    assert not pieces(Window(0, 1000 * ms), pages, None, 0, 1000 * ms)
+    assert not pieces(Window(0, 1000 * ms), pages, None, 0, 1000 * ms, key)
     # the same pages with a long stretch ahead: cut, at the density of the part read
     wide = Window(0, 4000 * ms) if ascending else Window(-3000 * ms, 1000 * ms)
-    children = pieces(wide, pages, None, -3000 * ms, 4000 * ms)
+    children = pieces(wide, pages, None, -3000 * ms, 4000 * ms, key)
     assert 1 < len(children) <= math.ceil(3500 / 250 / TARGET_PAGES) + 1, len(children)
 
 
@@ -1021,14 +1024,14 @@ def test_a_burst_at_one_instant_under_the_last_page_is_no_density_to_cut_by(
     pages = [[_event(n, d) for n, d in enumerate(dates[:100])]]
     pages.append([_event(n, d) for n, d in enumerate(dates[100:], 100)])
     window = Window(0, 950 * ms) if ascending else Window(50 * ms, 1000 * ms)
-    children = pieces(window, pages, None, 0, 1000 * ms)
+    children = pieces(window, pages, None, 0, 1000 * ms, key)
     # 850 ms ahead at about 100 ms a page (101 instants over the 100 ms read, pages of
     # 100 events: the burst counts once): 8.5 pages, in pieces of about TARGET_PAGES, and
     # the part read
     assert len(children) == math.ceil(8.5 / TARGET_PAGES) + 1, len(children)
     assert sum(sum(child.skip.values()) for child in children if child.skip) == 200
     narrow = Window(0, 130 * ms) if ascending else Window(870 * ms, 1000 * ms)
-    assert not pieces(narrow, pages, None, 0, 1000 * ms), "a page or so ahead: read on"
+    assert not pieces(narrow, pages, None, 0, 1000 * ms, key), "a page or so ahead: read on"
 
 
 @pytest.mark.parametrize("ascending", [True, False])
@@ -1047,7 +1050,7 @@ def test_a_burst_read_just_after_a_pieces_start_counts_its_instants_not_its_even
         dates = [530 * ms - d for d in dates]
     pages = [[_event(n, d) for n, d in enumerate(dates[:100])]]
     pages.append([_event(n, d) for n, d in enumerate(dates[100:], 100)])
-    assert not pieces(Window(0, 530 * ms), pages, None, 0, 530 * ms)
+    assert not pieces(Window(0, 530 * ms), pages, None, 0, 530 * ms, key)
 
 
 @pytest.mark.parametrize("ascending", [True, False])
@@ -1066,7 +1069,7 @@ def test_no_piece_is_cut_narrower_than_a_millisecond(ascending: bool) -> None:
     for dates in (in_order, sample):
         pages = [[_event(n, d) for n, d in enumerate(dates[:100])]]
         pages.append([_event(n, d) for n, d in enumerate(dates[100:], 100)])
-        children = pieces(Window(0, width), pages, 0.5, 0, width)
+        children = pieces(Window(0, width), pages, 0.5, 0, width, key)
         bounds = [(child.start, child.end) for child in children]
         assert 2 <= len(children) <= 3, bounds
         assert all(c.start is not None and c.end is not None for c in children)

@@ -25,7 +25,7 @@ def modules_of(package: str) -> list[Path]:
 
 
 def module_name(path: Path) -> str:
-    """``tap_accessgov/streams/base.py`` -> ``tap_accessgov.streams.base`` (a package's
+    """``tap_accessgov/engine/stream.py`` -> ``tap_accessgov.engine.stream`` (a package's
     ``__init__.py`` is the package)."""
     parts = path.relative_to(ROOT).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
@@ -244,10 +244,14 @@ def test_the_layout_maps_name_every_module_there_is() -> None:
     layout = (ROOT / "docs" / "development.md").read_text()
     block = layout[layout.index("tap_accessgov/   one module per concern:") :]
     block = block[: block.index("\nemulator/")]
-    streams = block[block.index("\n  streams/ ") :]
+    folders = re.split(r"\n  (\w+)/ ", block)  # the top-level modules, then each folder's
     mapped = {
-        "tap_accessgov": re.findall(r"^  (\w+\.py) ", block, flags=re.M)
-        + [f"streams/{name}" for name in re.findall(r"^    (\w+\.py) ", streams, flags=re.M)],
+        "tap_accessgov": re.findall(r"^  (\w+\.py) ", folders[0], flags=re.M)
+        + [
+            f"{folder}/{name}"
+            for folder, listed in zip(folders[1::2], folders[2::2], strict=True)
+            for name in re.findall(r"^    (\w+\.py) ", listed, flags=re.M)
+        ],
         "emulator": re.findall(
             r"^\| `(\w+\.py)` \|", (ROOT / "emulator" / "README.md").read_text(), flags=re.M
         ),

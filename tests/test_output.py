@@ -17,11 +17,11 @@ from singer_sdk.helpers._state import StateWriter as SdkStateWriter
 from singer_sdk.singerlib import SchemaMessage
 from singer_sdk.streams import Stream
 
+from tap_accessgov.engine.stream import TapStream
+from tap_accessgov.engine.windowed import RunCappedStream
 from tap_accessgov.output import CHUNK_BYTES, OutputWriter, StateWriter
 from tap_accessgov.streams import STREAM_TYPES
-from tap_accessgov.streams.base import TapStream
 from tap_accessgov.streams.grant_feed import GrantFeedStream
-from tap_accessgov.streams.windowed import RunCappedStream
 from tap_accessgov.tap import TapAccessGov
 from tap_accessgov.timestamps import normalize_timestamp
 from tests.conftest import (

@@ -27,8 +27,8 @@ from singer_sdk.exceptions import FatalAPIError
 from emulator import Dataset, Emulator, make_credential
 from emulator.tls import self_signed
 from tap_accessgov import retries
+from tap_accessgov.engine.workers import Workers, read_ahead
 from tap_accessgov.retries import retry_after_seconds
-from tap_accessgov.streams.workers import Workers, read_ahead
 from tap_accessgov.tap import TapAccessGov
 from tests.conftest import (
     BIN_TAP,
@@ -485,7 +485,7 @@ def test_a_failed_run_exits_at_once_while_a_worker_waits_for_an_answer(
     """One worker's request fails (403) while another's is never answered (the emulator holds
     it for ten minutes): the run fails within seconds, not after ``request_timeout``, and no
     worker thread outlives it. The grant feed reads time windows in workers, the exclusions
-    read their partitions ahead (streams/partitions.py), and ``users`` alone reads the
+    read their partitions ahead (engine/partitions.py), and ``users`` alone reads the
     directory ahead in a thread while the others fetch the exclusion pages (streams/users.py):
     there the directory's next page never comes while an exclusion page fails."""
     faults: list[tuple[str, str, float]]  # kind, path, delay of a "slow" one
@@ -541,7 +541,7 @@ def test_a_failed_run_exits_at_once_while_a_worker_waits_for_an_answer(
         "grant-feed",
         "prefetch",
         "directory",
-    )  # the Workers' thread names (streams/workers.py)
+    )  # the Workers' thread names (engine/workers.py)
     assert not [th.name for th in threading.enumerate() if th.name.startswith(workers)]
 
 
@@ -575,7 +575,7 @@ def test_the_final_state_is_written_after_the_sdk_has_synced_every_stream(
 def test_read_ahead_reads_the_next_chunks_while_the_caller_holds_one_and_raises_its_failure() -> (
     None
 ):
-    """``read_ahead`` (streams/workers.py): a page series whose pages must follow each other
+    """``read_ahead`` (engine/workers.py): a page series whose pages must follow each other
     has its pages read in a worker from the call on (not from the caller's first ask), hands
     every item on in order, and raises in the caller what the reading raised."""
     ahead = threading.Event()

@@ -1,4 +1,4 @@
-"""Full-table snapshots (tap_accessgov/streams/snapshots.py): every full-table record names the run's
+"""Full-table snapshots (tap_accessgov/engine/snapshots.py): every full-table record names the run's
 snapshot, and a snapshot is declared complete, after all its rows, only by a run that read it
 in full; the grant feed is untouched."""
 

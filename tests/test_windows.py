@@ -20,7 +20,7 @@ import typing as t
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
-from tap_accessgov.streams.grant_feed_windows import (
+from tap_accessgov.engine.time_ranges import (
     BY_DATE,
     MAX_PIECES,
     MIN_WIDTH,
@@ -35,11 +35,10 @@ from tap_accessgov.streams.grant_feed_windows import (
     _quantile_cut,
     cut,
     date_order,
-    filters_digest,
-    key,
     pieces,
 )
-from tap_accessgov.streams.workers import Workers
+from tap_accessgov.engine.workers import Workers
+from tap_accessgov.streams.grant_feed import filters_digest, key
 from tap_accessgov.timestamps import from_ns
 from tests.conftest import ns
 from tests.test_backfill import _event as event  # a grant event with the fields key reads
@@ -435,6 +434,7 @@ def test_before_any_window_completes_a_window_in_no_date_order_is_read_on_uncut(
         page_size=10,
         workers=Workers(2, threading.Event(), "test-reader"),
         count=2,
+        key_of=key_of,
     )
     reader.in_flight.allowed = 2  # both at once from the start, each in a worker
     records = list(reader.records([first, second], complete))

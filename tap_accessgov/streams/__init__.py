@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import typing as t
 
+from tap_accessgov.engine.stream import Discovered
 from tap_accessgov.streams.access_reviews import AccessReviewsStream
 from tap_accessgov.streams.app_entitlements import AppEntitlementsStream
 from tap_accessgov.streams.app_users import AppUsersStream
 from tap_accessgov.streams.apps import AppsStream
 from tap_accessgov.streams.automation_exclusions import AutomationExclusionsStream
-from tap_accessgov.streams.base import Discovered
 from tap_accessgov.streams.full_table_snapshots import FullTableSnapshotsStream
 from tap_accessgov.streams.grant_feed import GrantFeedStream
 from tap_accessgov.streams.grants import GrantsStream
@@ -25,7 +25,7 @@ if t.TYPE_CHECKING:
     from singer_sdk import Tap
     from singer_sdk.streams import Stream
 
-    from tap_accessgov.streams.base import ApiConnection, TapStream
+    from tap_accessgov.engine.stream import ApiConnection, TapStream
 
 # A stream reads only streams listed before it (the SDK still syncs them by name).
 STREAM_TYPES: tuple[type[TapStream], ...] = (

@@ -13,8 +13,8 @@ import typing as t
 from typing_extensions import override
 
 from tap_accessgov import schemas
+from tap_accessgov.engine.stream import AccessGovStream
 from tap_accessgov.paging import QueryPaging, viewed_objects
-from tap_accessgov.streams.base import AccessGovStream
 
 if t.TYPE_CHECKING:
     import requests

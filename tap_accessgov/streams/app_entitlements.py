@@ -19,16 +19,16 @@ import typing as t
 from typing_extensions import override
 
 from tap_accessgov import schemas
+from tap_accessgov.engine.read_once import ReadOnce
 from tap_accessgov.paging import QueryPaging, viewed_objects
 from tap_accessgov.streams.apps import AppsStream, PerAppStream
-from tap_accessgov.streams.read_once import ReadOnce
 
 if t.TYPE_CHECKING:
     import requests
     from singer_sdk import Tap
     from singer_sdk.helpers.types import Context
 
-    from tap_accessgov.streams.base import ApiConnection
+    from tap_accessgov.engine.stream import ApiConnection
 
 Record = dict[str, t.Any]
 

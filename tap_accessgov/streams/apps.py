@@ -9,17 +9,17 @@ import typing as t
 from typing_extensions import override
 
 from tap_accessgov import schemas
+from tap_accessgov.engine.partitions import ConcurrentPartitionsStream
+from tap_accessgov.engine.read_once import ReadOnce
+from tap_accessgov.engine.stream import AccessGovStream
 from tap_accessgov.paging import QueryPaging, page_body
-from tap_accessgov.streams.base import AccessGovStream
-from tap_accessgov.streams.partitions import ConcurrentPartitionsStream
-from tap_accessgov.streams.read_once import ReadOnce
 
 if t.TYPE_CHECKING:
     import requests
     from singer_sdk import Tap
     from singer_sdk.helpers.types import Context
 
-    from tap_accessgov.streams.base import ApiConnection
+    from tap_accessgov.engine.stream import ApiConnection
 
 Record = dict[str, t.Any]
 

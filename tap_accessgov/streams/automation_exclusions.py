@@ -23,15 +23,15 @@ import typing as t
 from typing_extensions import override
 
 from tap_accessgov import schemas
+from tap_accessgov.engine.partitions import ConcurrentPartitionsStream
 from tap_accessgov.paging import QueryPaging, RepeatedPageTokenError
 from tap_accessgov.streams.app_entitlements import AppEntitlementsStream
-from tap_accessgov.streams.partitions import ConcurrentPartitionsStream
 
 if t.TYPE_CHECKING:
     from singer_sdk import Tap
     from singer_sdk.helpers.types import Context
 
-    from tap_accessgov.streams.base import ApiConnection
+    from tap_accessgov.engine.stream import ApiConnection
 
 Entry = dict[str, t.Any]  # an exclusion entry as the service sends it, the user inside
 User = dict[str, t.Any]

@@ -15,7 +15,7 @@ if t.TYPE_CHECKING:
     from singer_sdk import Tap
     from singer_sdk.helpers.types import Context
 
-    from tap_accessgov.streams.snapshots import SnapshotStream
+    from tap_accessgov.engine.snapshots import SnapshotStream
 
 
 class FullTableSnapshotsStream(Stream):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import typing as t
 
@@ -9,14 +11,17 @@ from singer_sdk.exceptions import FatalAPIError
 from typing_extensions import override
 
 from tap_accessgov import schemas
+from tap_accessgov.engine.windowed import WindowedStream
 from tap_accessgov.paging import BodyPaging, page_body
-from tap_accessgov.streams.grant_feed_windows import filters_digest, key
-from tap_accessgov.streams.windowed import WindowedStream
 from tap_accessgov.timestamps import normalize_timestamp, to_ns
 
 if t.TYPE_CHECKING:
+    from collections.abc import Mapping
+
     import requests
     from singer_sdk.helpers.types import Context
+
+    from tap_accessgov.engine.time_ranges import Key
 
 
 UNSPECIFIED_EVENT = "GRANT_EVENT_TYPE_UNSPECIFIED"
@@ -35,7 +40,7 @@ class GrantFeedStream(BodyPaging, WindowedStream):
 
     The feed is not documented as sorted, so the stream is unsorted: the bookmark (the latest
     date seen) is only committed when a sync completes. The feed is read in time windows
-    (grant_feed_windows.py) whose completion is saved in the state as they complete, so an
+    (engine/time_ranges.py) whose completion is saved in the state as they complete, so an
     interrupted sync resumes from its last STATE. ``after`` is inclusive, so each run re-reads
     the events at the bookmark instant: targets dedupe on the primary key.
     """
@@ -51,7 +56,7 @@ class GrantFeedStream(BodyPaging, WindowedStream):
     @override
     def records(self, context: Context | None) -> t.Iterable[dict[str, t.Any]]:
         """With ``max_concurrency`` > 1, the feed in concurrent time windows (see
-        grant_feed_windows.py); with 1, one request after another as a single query."""
+        engine/time_ranges.py); with 1, one request after another as a single query."""
         if int(self.config["max_concurrency"]) < 2 or context:
             return self.request_records(context)
         return self._windowed_records()
@@ -145,3 +150,21 @@ class GrantFeedStream(BodyPaging, WindowedStream):
             return None
         referenced.add(int(match[1]))
         return expanded[int(match[1])]
+
+
+def key(record: dict[str, t.Any]) -> Key:
+    """A grant event's primary key (``date`` last)."""
+    return (
+        record["appId"],
+        record["appEntitlementId"],
+        record["appUserId"],
+        record["eventType"],
+        record["date"],
+    )
+
+
+def filters_digest(config: Mapping[str, t.Any]) -> str:
+    """Which events and fields a window holds: completed windows count only for the same."""
+    names = ("app_ids", "app_entitlement_refs", "app_user_refs", "user_ids", "expand_mask")
+    text = json.dumps({name: config.get(name) for name in names}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]

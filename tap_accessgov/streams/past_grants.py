@@ -28,12 +28,12 @@ import typing as t
 from typing_extensions import override
 
 from tap_accessgov import schemas
+from tap_accessgov.engine.partitions import PartitionPrefetcher
+from tap_accessgov.engine.stream import ApiConnection
+from tap_accessgov.engine.windowed import RunCappedStream
 from tap_accessgov.paging import BodyPaging, page_body
 from tap_accessgov.streams.apps import AppsStream
-from tap_accessgov.streams.base import ApiConnection
 from tap_accessgov.streams.grant_feed import GrantFeedStream
-from tap_accessgov.streams.partitions import PartitionPrefetcher
-from tap_accessgov.streams.windowed import RunCappedStream
 from tap_accessgov.timestamps import normalize_timestamp
 
 if t.TYPE_CHECKING:

@@ -15,7 +15,7 @@ before it counts. ``sinceEventUid`` is not used: "after this event" means nothin
 order, and the default order is not documented. Events appended while a run reads (its own
 reads among them) are after its ``until``: the next run reads them.
 
-The range is read like the grant feed's (streams/windowed.py): concurrent half-open windows
+The range is read like the grant feed's (engine/windowed.py): concurrent half-open windows
 cut where the events are, a large window split, a STATE as each completes, a killed run
 resumed from it with the same upper bound (re-reading only the windows in flight). A run
 asks for the oldest events first (``SORT_DIRECTION_ASC``, as the vendor's CLI does); its
@@ -35,15 +35,15 @@ import typing as t
 from typing_extensions import override
 
 from tap_accessgov import schemas
+from tap_accessgov.engine.windowed import SINCE, WindowedStream
 from tap_accessgov.paging import BodyPaging, page_body
-from tap_accessgov.streams.windowed import SINCE, WindowedStream
 from tap_accessgov.timestamps import from_ns, normalize_timestamp, to_ns
 
 if t.TYPE_CHECKING:
     import requests
     from singer_sdk.helpers.types import Context
 
-    from tap_accessgov.streams.grant_feed_windows import Key
+    from tap_accessgov.engine.time_ranges import Key
 
 Record = dict[str, t.Any]
 

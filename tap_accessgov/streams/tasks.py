@@ -8,7 +8,7 @@ sets whose union is every task created or decided since ``W``:
 
 - ``createdAfter W``: the tasks created since (whatever their state now), in time windows of
   ``createdAfter``/``createdBefore`` read concurrently like the grant feed's
-  (grant_feed_windows.py: the same cut, reader and record of completed windows);
+  (engine/time_ranges.py: the same cut, reader and record of completed windows);
 - ``outcomeAfter W`` with ``createdBefore W``: the older tasks that got an outcome since.
 
 Nothing older is read again. The bookmark (``updatedAt``, the SDK's replication key) is the
@@ -34,13 +34,14 @@ import typing as t
 from typing_extensions import override
 
 from tap_accessgov import schemas
-from tap_accessgov.paging import BodyPaging, viewed_objects
-from tap_accessgov.streams.grant_feed_windows import (
+from tap_accessgov.engine.time_ranges import (
+    Key,
     Window,
     WindowReader,
     initial_windows,
 )
-from tap_accessgov.streams.windowed import SINCE, WindowedStream
+from tap_accessgov.engine.windowed import SINCE, WindowedStream
+from tap_accessgov.paging import BodyPaging, viewed_objects
 from tap_accessgov.timestamps import normalize_timestamp, to_ns
 
 if t.TYPE_CHECKING:
@@ -104,6 +105,7 @@ class TasksStream(BodyPaging, WindowedStream):
             page_size=self.page_size,
             workers=self.start_workers(workers, "tasks"),
             count=workers,
+            key_of=_key,
             wall_clock=self.time_not_writing,
         )
         yield from reader.records(windows, completed)
@@ -131,6 +133,11 @@ class TasksStream(BodyPaging, WindowedStream):
     def parse_response(self, response: requests.Response) -> t.Iterable[Record]:
         """The ``task`` of each view; one without an id is skipped, with a warning."""
         return viewed_objects(response, "task", self.logger)
+
+
+def _key(task: Record) -> Key:
+    """A task's key for a window's split, its creation (or None) last."""
+    return (task["id"], task.get("createdAt"))
 
 
 def _changed_at(task: Record) -> str | None:

@@ -18,20 +18,20 @@ from singer_sdk.exceptions import FatalAPIError
 from typing_extensions import override
 
 from tap_accessgov import schemas
+from tap_accessgov.engine.stream import AccessGovStream
+from tap_accessgov.engine.workers import read_ahead
 from tap_accessgov.paging import QueryPaging, viewed_objects
 from tap_accessgov.streams.automation_exclusions import (
     AutomationExclusionsStream,
     partition_key,
 )
-from tap_accessgov.streams.base import AccessGovStream
-from tap_accessgov.streams.workers import read_ahead
 
 if t.TYPE_CHECKING:
     import requests
     from singer_sdk import Tap
     from singer_sdk.helpers.types import Context
 
-    from tap_accessgov.streams.base import ApiConnection
+    from tap_accessgov.engine.stream import ApiConnection
 
 User = dict[str, t.Any]
 

@@ -14,7 +14,7 @@ import typing as t
 from singer_sdk.exceptions import FatalAPIError
 from typing_extensions import override
 
-from tap_accessgov.streams.base import AccessGovStream
+from tap_accessgov.engine.stream import AccessGovStream
 
 if t.TYPE_CHECKING:
     from concurrent.futures import Future
@@ -22,7 +22,7 @@ if t.TYPE_CHECKING:
     import requests
     from singer_sdk.helpers.types import Context as SdkContext
 
-    from tap_accessgov.streams.workers import Workers
+    from tap_accessgov.engine.workers import Workers
 
 Record = dict[str, t.Any]
 Context = t.Mapping[str, t.Any]

@@ -27,6 +27,8 @@ from typing_extensions import override
 
 from tap_accessgov import USER_AGENT
 from tap_accessgov.conformance import RecordConformance
+from tap_accessgov.engine.snapshots import SnapshotStream
+from tap_accessgov.engine.workers import Workers
 from tap_accessgov.interrupt import InterruptibleAdapter, interruptible
 from tap_accessgov.output import OutputClosedError, OutputWriter, record_messages
 from tap_accessgov.paging import NextPageTokenPaginator, Page, page_body
@@ -42,8 +44,6 @@ from tap_accessgov.retries import (
     service_message,
     where,
 )
-from tap_accessgov.streams.snapshots import SnapshotStream
-from tap_accessgov.streams.workers import Workers
 
 if t.TYPE_CHECKING:
     from backoff.types import Details

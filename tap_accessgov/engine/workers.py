@@ -8,7 +8,7 @@ writer on stdout, all in the main thread); only HTTP work runs in ``Workers``, t
 stream's own request loop (same paging, retries, authenticator and request budget). A stream
 starts them with ``AccessGovStream.start_workers`` and the base ends them when its sync ends
 (``TapStream.sync``): the partitions fetched ahead (partitions.py), the grant feed's time
-windows (grant_feed_windows.py) and the directory's pages read ahead (``read_ahead``, for
+windows (engine/time_ranges.py) and the directory's pages read ahead (``read_ahead``, for
 ``users``) share them. Closing them sets the stream's stop event, which
 ends every wait in the request path at once, cancels what has not started and joins the
 threads: none outlives its sync.

@@ -42,8 +42,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import hashlib
-import json
 import math
 import queue
 import time
@@ -54,7 +52,7 @@ from tap_accessgov.timestamps import from_ns, to_ns
 if t.TYPE_CHECKING:
     from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 
-    from tap_accessgov.streams.workers import Workers
+    from tap_accessgov.engine.workers import Workers
 
 Record = dict[str, t.Any]
 Key = tuple[t.Any, ...]
@@ -165,13 +163,13 @@ def pieces(
     typical: float | None,
     low: int,
     high: int,
-    key_of: Callable[[Record], Key] | None = None,
+    key_of: Callable[[Record], Key],
     page_dates: list[list[int]] | None = None,
 ) -> list[Window]:
     """How to read the rest of ``window`` after its full pages ``delivered`` (in the order the
     service sent them): ``[]`` to go on paging, else the windows to read instead (each
-    skipping the events of ``delivered`` that it holds). ``key_of``: a record's key, its
-    date last (None: not known; such a record is in no sample), by default a grant event's.
+    skipping the events of ``delivered`` that it holds). ``key_of``: a record's key (the
+    stream's), its date last (None: not known; such a record is in no sample).
     ``page_dates``: the known dates (ns, ``dates_of``) of the first pages of ``delivered``,
     completed here for the rest: the reader keeps the list from one call to the next, so a
     page's dates are read once, not again after every page that follows it.
@@ -197,7 +195,6 @@ def pieces(
       sample's quantiles into ``SAMPLE_PIECES`` pieces of about equal counts; a piece of
       such a cut is not cut again.
     """
-    key_of = key_of or key
     start = window.start if window.start is not None else low
     end = window.end if window.end is not None else max(high, start + 1)
     pages = len(delivered)
@@ -295,17 +292,6 @@ def date_order(dates: list[int]) -> float:
     return 1 - 6 * squares / (n * (n * n - 1))
 
 
-def key(record: Record) -> Key:
-    """A grant event's primary key (``date`` last)."""
-    return (
-        record["appId"],
-        record["appEntitlementId"],
-        record["appUserId"],
-        record["eventType"],
-        record["date"],
-    )
-
-
 @dataclasses.dataclass
 class Backfill:
     """What a sync has completed, in the stream's state beside the bookmark::
@@ -384,13 +370,6 @@ def _minus(window: Window, a: int | None, b: int | None) -> list[Window]:
     return [w for w in out if w.start is None or w.end is None or w.start < w.end]
 
 
-def filters_digest(config: Mapping[str, t.Any]) -> str:
-    """Which events and fields a window holds: completed windows count only for the same."""
-    names = ("app_ids", "app_entitlement_refs", "app_user_refs", "user_ids", "expand_mask")
-    text = json.dumps({name: config.get(name) for name in names}, sort_keys=True)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
 class InFlight:
     """How many windows are read at once: one at first (read in the main thread, no worker),
     more while the run is mostly waiting for the service, up to ``maximum``.
@@ -465,7 +444,7 @@ class WindowReader:
     ``read(window)`` pages through one window (the stream's request loop, in the main thread
     or a worker); ``on_complete(window)`` runs in the main thread once every record of the window
     has been handed on (the SDK has written them when it asks for the next one). ``key_of``:
-    a record's key, which a piece skips (``pieces``), by default a grant event's.
+    a record's key (the stream's), which a piece skips (``pieces``).
     ``wall_clock``: the run's time as ``in_flight`` reads it (the stream's writer's
     ``time_not_writing``: a slow loader is no latency of the service).
     """
@@ -477,11 +456,11 @@ class WindowReader:
         page_size: int,
         workers: Workers,
         count: int,
-        key_of: Callable[[Record], Key] | None = None,
+        key_of: Callable[[Record], Key],
         wall_clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._read = read
-        self._key_of = key_of or key
+        self._key_of = key_of
         self._split = split
         self._page_size = page_size
         self._workers = workers

@@ -1,7 +1,7 @@
 """The streams read in time windows that an interrupted run resumes (the grant feed, the
 system log, the tasks): the bookmark capped at the run's start (``RunCappedStream``,
 past_grants' too), the run's record of completed windows kept in its STATE as they complete
-(grant_feed_windows.py: the cut, the reader, ``Backfill``), and the read itself of a range
+(engine/time_ranges.py: the cut, the reader, ``Backfill``), and the read itself of a range
 cut where its records are (``WindowedStream.read_windows``), written once for the grant feed
 and the system log.
 """
@@ -16,8 +16,8 @@ from functools import cached_property
 
 from typing_extensions import override
 
-from tap_accessgov.streams.base import AccessGovStream
-from tap_accessgov.streams.grant_feed_windows import (
+from tap_accessgov.engine.stream import AccessGovStream
+from tap_accessgov.engine.time_ranges import (
     BACKFILL,
     Backfill,
     Key,
@@ -32,8 +32,8 @@ if t.TYPE_CHECKING:
 
     from singer_sdk.helpers.types import Context
 
-    from tap_accessgov.streams.grant_feed_windows import Window
-    from tap_accessgov.streams.workers import Workers
+    from tap_accessgov.engine.time_ranges import Window
+    from tap_accessgov.engine.workers import Workers
 
 Record = dict[str, t.Any]
 
@@ -135,7 +135,7 @@ class WindowedStream(RunCappedStream):
         window saved in ``run``, the latest replication key value delivered noted page by
         page; ``key_of``: a record's key, its date (normalized, or None) last. The range is
         cut where its records are (probes, unless ``bookmarked``: after a bookmark they go on
-        from there) and a window found large is split (grant_feed_windows.py)."""
+        from there) and a window found large is split (engine/time_ranges.py)."""
         workers = int(self.config["max_concurrency"])
         high = upper if upper is not None else to_ns(self.run_start)
         pool = self.start_workers(workers, self.name.replace("_", "-"))
