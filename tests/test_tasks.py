@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime
 import logging
 import math
+import threading
 import typing as t
 
 import pytest
@@ -76,7 +77,14 @@ def tenant(make_emulator: t.Callable[..., Emulator]) -> Emulator:
 
 
 def test_a_first_sync_reads_every_task_as_the_service_holds_it(tenant: Emulator) -> None:
-    result = tasks_of(task_config(tenant))
+    """Every task, and where the windows begin asked once: the earliest task, by one small
+    search sorted by creation (the windows are cut from its instant, not from the epoch)."""
+    bodies: list[dict[str, t.Any]] = []
+    result = tasks_of(task_config(tenant), on_search=bodies.append)
+    earliest = {"sortBy": "TASK_SEARCH_SORT_BY_CREATED_AT", "pageSize": 10}
+    assert [body for body in bodies if body.get("pageSize") != PAGE] == [earliest]
+    assert bodies[0] == earliest
+    assert all(body.get("createdAfter") or body.get("createdBefore") for body in bodies[1:])
     truth = tenant.dataset.tasks()
     assert sorted(result.records["tasks"], key=lambda r: r["id"]) == sorted(
         map(expected, truth), key=lambda r: r["id"]
@@ -288,10 +296,16 @@ def test_concurrent_windows_read_the_same_tasks_as_one_request_at_a_time(
     make_emulator: t.Callable[..., Emulator], concurrency: int
 ) -> None:
     """Two requests in flight at most is concurrent already (the least ``max_concurrency``
-    that is), and reads what one at a time reads."""
+    that is), and reads what one at a time reads; one at a time is the main thread's alone
+    (no worker thread for the windows of a first sync)."""
     emu = make_emulator(Dataset(**SMALL_DATASET), latency=0.02)
-    one = tasks_of(task_config(emu, max_concurrency=1))
+    in_main: set[bool] = set()
+    one = tasks_of(
+        task_config(emu, max_concurrency=1),
+        on_search=lambda _body: in_main.add(threading.current_thread() is threading.main_thread()),
+    )
     assert emu.stats["peak_in_flight"] == 1
+    assert in_main == {True}
     emu.reset_stats()
     several = tasks_of(task_config(emu, max_concurrency=concurrency))
     assert 1 < emu.stats["peak_in_flight"] <= concurrency
