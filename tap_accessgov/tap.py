@@ -11,7 +11,7 @@ Where the tap bends singer-sdk (0.54, and 0.55's pre-releases), each in one plac
    (target-jsonl) kept none; the SDK has no hook at the end of a successful run. Would go
    with such a hook, or with the SDK writing the whole state at the end of every run.
 2. ``TapStream.sync`` (engine/stream.py), final in the SDK, is overridden: however a stream's sync
-   ends, the worker threads it drives end with it (engine/workers.py), the records it wrote leave
+   ends, the worker threads it drives end with it (engine/concurrency.py), the records it wrote leave
    the writer's chunk (output.py), and a failed run still says how the service slowed it
    down. Why: the SDK has no hook at the end of a stream's sync, and
    a failure outside ``get_records`` (a stream map, a closed output) leaves the records
@@ -60,6 +60,7 @@ from tap_accessgov.auth import (
     parse_client_id,
     parse_client_secret,
 )
+from tap_accessgov.engine.concurrency import Concurrency
 from tap_accessgov.output import OutputWriter, StateWriter
 from tap_accessgov.request_budget import RequestBudget
 from tap_accessgov.streams import STREAM_TYPES, discover
@@ -218,9 +219,15 @@ class TapAccessGov(Tap):
         return streams
 
     @cached_property
+    def concurrency(self) -> Concurrency:
+        """The run's one owner of concurrency: ``max_concurrency``, read here alone."""
+        return Concurrency(int(self.config["max_concurrency"]))
+
+    @cached_property
     def request_budget(self) -> RequestBudget:
-        """One budget of requests in flight for every stream and worker of the run."""
-        return RequestBudget(int(self.config["max_concurrency"]), self.logger)
+        """One budget of requests in flight for every stream and worker of the run, from the
+        same limit (a 429 lowers it for a while: request_budget.py)."""
+        return RequestBudget(self.concurrency.limit, self.logger)
 
     @override
     def discover_streams(self) -> list[Stream]:

@@ -27,7 +27,7 @@ from singer_sdk.exceptions import FatalAPIError
 from emulator import Dataset, Emulator, make_credential
 from emulator.tls import self_signed
 from tap_accessgov import retries
-from tap_accessgov.engine.workers import Workers, read_ahead
+from tap_accessgov.engine.concurrency import Workers, read_ahead
 from tap_accessgov.retries import retry_after_seconds
 from tap_accessgov.tap import TapAccessGov
 from tests.conftest import (
@@ -541,7 +541,7 @@ def test_a_failed_run_exits_at_once_while_a_worker_waits_for_an_answer(
         "grant-feed",
         "prefetch",
         "directory",
-    )  # the Workers' thread names (engine/workers.py)
+    )  # the Workers' thread names (engine/concurrency.py)
     assert not [th.name for th in threading.enumerate() if th.name.startswith(workers)]
 
 
@@ -575,7 +575,7 @@ def test_the_final_state_is_written_after_the_sdk_has_synced_every_stream(
 def test_read_ahead_reads_the_next_chunks_while_the_caller_holds_one_and_raises_its_failure() -> (
     None
 ):
-    """``read_ahead`` (engine/workers.py): a page series whose pages must follow each other
+    """``read_ahead`` (engine/concurrency.py): a page series whose pages must follow each other
     has its pages read in a worker from the call on (not from the caller's first ask), hands
     every item on in order, and raises in the caller what the reading raised."""
     ahead = threading.Event()

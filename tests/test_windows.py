@@ -20,6 +20,7 @@ import typing as t
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
+from tap_accessgov.engine.concurrency import Workers
 from tap_accessgov.engine.time_ranges import (
     BY_DATE,
     MAX_PIECES,
@@ -37,7 +38,6 @@ from tap_accessgov.engine.time_ranges import (
     date_order,
     pieces,
 )
-from tap_accessgov.engine.workers import Workers
 from tap_accessgov.streams.grant_feed import filters_digest, key
 from tap_accessgov.timestamps import from_ns
 from tests.conftest import ns

@@ -1,5 +1,5 @@
 """Partitioned streams: their partitions listed once per run, and the next partitions'
-records fetched ahead in the sync's worker threads (workers.py), consumed in partition order.
+records fetched ahead (concurrency.py: ``Concurrency.in_order``), consumed in partition order.
 
 The app entitlements (one partition per app) and the automation exclusions (one per app
 entitlement) are such streams: with hundreds of partitions, one after another is one request
@@ -8,7 +8,6 @@ latency after another. Their contexts hold ids only (the SDK writes them into lo
 
 from __future__ import annotations
 
-import collections
 import typing as t
 
 from singer_sdk.exceptions import FatalAPIError
@@ -17,84 +16,13 @@ from typing_extensions import override
 from tap_accessgov.engine.stream import AccessGovStream
 
 if t.TYPE_CHECKING:
-    from concurrent.futures import Future
-
     import requests
     from singer_sdk.helpers.types import Context as SdkContext
 
-    from tap_accessgov.engine.workers import Workers
+    from tap_accessgov.engine.concurrency import InOrder
 
 Record = dict[str, t.Any]
 Context = t.Mapping[str, t.Any]
-
-
-def _key(context: Context) -> tuple[tuple[str, t.Any], ...]:
-    return tuple(sorted(context.items()))
-
-
-class PartitionPrefetcher:
-    """Keeps up to two partitions per worker in flight ahead of the one being consumed.
-
-    ``fetch(context, stopped)`` reads one partition; it should end early once ``stopped()``
-    is true (the run failed or its output was closed), so that closing does not wait for it.
-    """
-
-    def __init__(
-        self,
-        fetch: t.Callable[[Context, t.Callable[[], bool]], list[Record]],
-        partitions: t.Sequence[Context],
-        workers: Workers,
-    ) -> None:
-        """``workers``: the stream's (``AccessGovStream.start_workers``), so that closing
-        also ends the waits of its requests."""
-        self._fetch = fetch
-        self._upcoming = collections.deque(partitions)
-        self._in_flight: collections.deque[tuple[tuple[t.Any, ...], Future[list[Record]]]] = (
-            collections.deque()
-        )
-        self._window = 2 * workers.count
-        self._workers = workers
-        self._fill()
-
-    @property
-    def closed(self) -> bool:
-        return self._workers.closed
-
-    def _fill(self) -> None:
-        while self._upcoming and len(self._in_flight) < self._window:
-            context = self._upcoming.popleft()
-            self._in_flight.append((_key(context), self._workers.submit(self._run, context)))
-
-    def _run(self, context: Context) -> list[Record]:
-        if self._workers.stop.is_set():
-            return []
-        return self._fetch(context, self._workers.stop.is_set)
-
-    def ready(self, context: Context) -> bool:
-        """Whether ``context`` is the next partition and its records have all arrived."""
-        return bool(self._in_flight) and (
-            self._in_flight[0][0] == _key(context) and self._in_flight[0][1].done()
-        )
-
-    def take(self, context: Context) -> list[Record]:
-        """The records of ``context``; re-raises what its fetch raised."""
-        if not self._in_flight or self._in_flight[0][0] != _key(context):
-            return self._fetch(
-                context, lambda: False
-            )  # asked out of order: fetch it here, unchanged result
-        _, future = self._in_flight.popleft()
-        self._fill()
-        try:
-            return future.result()
-        finally:
-            if not self._in_flight:
-                self.close()
-
-    def close(self) -> None:
-        """Stop: cancel what has not started, end what runs, join the threads."""
-        self._upcoming.clear()
-        self._in_flight.clear()
-        self._workers.close()
 
 
 class PartitionNotFoundError(FatalAPIError):
@@ -103,8 +31,8 @@ class PartitionNotFoundError(FatalAPIError):
 
 class ConcurrentPartitionsStream(AccessGovStream):
     """A partitioned stream whose partitions (``list_partitions``) are listed once per run and
-    whose next partitions are fetched ahead in worker threads (``max_concurrency`` of them;
-    1 = one after another), through its own request loop.
+    whose next partitions are fetched ahead as the run's ``Concurrency`` allows (at a limit of
+    1, one after another), through its own request loop.
 
     A partition the service answers with 404 (deleted since it was listed, or a mistyped
     setting) is a warning naming it; the others are still extracted.
@@ -113,7 +41,7 @@ class ConcurrentPartitionsStream(AccessGovStream):
     def __init__(self, *args: t.Any, **kwargs: t.Any) -> None:
         super().__init__(*args, **kwargs)
         self._partitions: list[dict[str, t.Any]] | None = None
-        self._prefetcher: PartitionPrefetcher | None = None
+        self._in_order: InOrder | None = None
 
     @property
     @override
@@ -145,10 +73,7 @@ class ConcurrentPartitionsStream(AccessGovStream):
     def partition_records(self, context: Context) -> t.Iterator[Record]:
         """The records of one partition, in partition order whatever the concurrency."""
         try:
-            if (workers := int(self.config["max_concurrency"])) > 1:
-                yield from self._prefetcher_from(context, workers).take(context)
-            else:
-                yield from self.read_partition(context)
+            yield from self._in_order_from(context).take(context)
         except PartitionNotFoundError as exc:
             self.logger.warning(
                 "Skipping %s: the service does not know it (%s)", self.describe(context), exc
@@ -166,27 +91,30 @@ class ConcurrentPartitionsStream(AccessGovStream):
                 return
             yield record
 
-    def fetch_ahead(self, context: Context, workers: int) -> None:
-        """Start fetching ``context`` and the partitions after it in ``workers`` threads now,
+    def fetch_ahead(self, context: Context, threads: int) -> None:
+        """Start fetching ``context`` and the partitions after it in ``threads`` threads now,
         before ``partition_records`` asks for them: for a stream that reads this one's
         partitions while its own requests are one after another (``users`` reading the
-        directory), and keeps a thread of the run's budget for them."""
-        if workers > 0:
-            self._prefetcher_from(context, workers)
+        directory), and keeps a thread of the run's limit for them (none: each is fetched
+        when asked)."""
+        self._in_order_from(context, threads)
 
     def fetched(self, context: Context) -> bool:
         """Whether ``partition_records(context)`` answers without waiting: it is the next
         partition fetched ahead, and its records have arrived."""
-        prefetcher = self._prefetcher
-        return prefetcher is not None and not prefetcher.closed and prefetcher.ready(context)
+        in_order = self._in_order
+        return in_order is not None and not in_order.closed and in_order.ready(context)
 
-    def _prefetcher_from(self, context: Context, workers: int) -> PartitionPrefetcher:
-        if self._prefetcher is None or self._prefetcher.closed:
+    def _in_order_from(self, context: Context, threads: int | None = None) -> InOrder:
+        """The partitions from ``context`` on, taken in order (the run's ``Concurrency``)."""
+        if self._in_order is None or self._in_order.closed:
             partitions = self.partitions
             start = partitions.index(dict(context)) if dict(context) in partitions else 0
-            self._prefetcher = PartitionPrefetcher(
-                lambda ctx, stopped: list(self.read_partition(ctx, stopped)),
+            self._in_order = self.concurrency.in_order(
+                self,
+                "prefetch",
                 partitions[start:],
-                self.start_workers(workers, "prefetch"),
+                lambda ctx, stopped: list(self.read_partition(ctx, stopped)),
+                threads=threads,
             )
-        return self._prefetcher
+        return self._in_order

@@ -27,8 +27,8 @@ from typing_extensions import override
 
 from tap_accessgov import USER_AGENT
 from tap_accessgov.conformance import RecordConformance
+from tap_accessgov.engine.concurrency import Workers
 from tap_accessgov.engine.snapshots import SnapshotStream
-from tap_accessgov.engine.workers import Workers
 from tap_accessgov.interrupt import InterruptibleAdapter, interruptible
 from tap_accessgov.output import OutputClosedError, OutputWriter, record_messages
 from tap_accessgov.paging import NextPageTokenPaginator, Page, page_body
@@ -51,6 +51,7 @@ if t.TYPE_CHECKING:
     from singer_sdk.helpers.types import Context, RequestFunc
 
     from tap_accessgov.auth import AccessGovAuthenticator
+    from tap_accessgov.engine.concurrency import Concurrency
 
 Record = dict[str, t.Any]
 
@@ -76,11 +77,14 @@ class ApiConnection(t.Protocol):
     def request_budget(self) -> RequestBudget: ...
 
     @property
+    def concurrency(self) -> Concurrency: ...
+
+    @property
     def state_writer(self) -> StateWriting: ...
 
 
 class Stopping(threading.Event):
-    """Set while a stream's sync is stopping (workers.Workers sets it when it closes): every
+    """Set while a stream's sync is stopping (concurrency.Workers sets it when it closes): every
     wait on it ends (the request budget's, a retry's: request_budget.py), and every call the
     stream's session has in flight is hung up (interrupt.py), so its worker threads end at
     once instead of waiting up to ``request_timeout`` for an answer."""
@@ -325,9 +329,15 @@ class AccessGovStream(TapStream, RESTStream[str | None]):
         """The SDK's request loop: every page of the stream's request, parsed."""
         return self.request_records(context)
 
+    @property
+    def concurrency(self) -> Concurrency:
+        """The run's one owner of concurrency (the tap's, from ``max_concurrency``)."""
+        return self.connection.concurrency
+
     def start_workers(self, count: int, name: str) -> Workers:
         """``count`` worker threads for this sync, which call through this stream's request
-        path (same session, retries and budget) and end with its sync (``stop_workers``)."""
+        path (same session, retries and budget) and end with its sync (``stop_workers``):
+        what ``concurrency`` runs a stream's requests in."""
         self.stop_workers()
         self.pin_proxies()  # before the threads: it changes the shared session
         self.workers = Workers(count, self.stopping, name)

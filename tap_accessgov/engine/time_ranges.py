@@ -33,7 +33,7 @@ query), so the run needs more windows than workers at all times:
   for the service. A server that answers at once is read one window after another, as fast
   as one query; one with a real latency, at ``max_concurrency`` from its first pages.
 
-Only HTTP runs in the worker threads (workers.Workers); records go back to the main thread,
+Only HTTP runs in the worker threads (concurrency.Workers); records go back to the main thread,
 which hands them to the SDK (maps, selection, state increments, one writer), a bounded queue
 of pages between them so memory stays flat.
 """
@@ -52,7 +52,7 @@ from tap_accessgov.timestamps import from_ns, to_ns
 if t.TYPE_CHECKING:
     from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 
-    from tap_accessgov.engine.workers import Workers
+    from tap_accessgov.engine.concurrency import Workers
 
 Record = dict[str, t.Any]
 Key = tuple[t.Any, ...]

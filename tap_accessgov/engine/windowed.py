@@ -32,8 +32,8 @@ if t.TYPE_CHECKING:
 
     from singer_sdk.helpers.types import Context
 
+    from tap_accessgov.engine.concurrency import Workers
     from tap_accessgov.engine.time_ranges import Window
-    from tap_accessgov.engine.workers import Workers
 
 Record = dict[str, t.Any]
 
@@ -130,15 +130,15 @@ class WindowedStream(RunCappedStream):
         bookmarked: bool,
         key_of: Callable[[Record], Key],
     ) -> Iterator[Record]:
-        """Every record of ``[lower, upper)`` (ns; None: unbounded), up to
-        ``max_concurrency`` windows at once (as many as the run waits for), each completed
+        """Every record of ``[lower, upper)`` (ns; None: unbounded), up to the run's
+        concurrency limit of windows at once (as many as the run waits for), each completed
         window saved in ``run``, the latest replication key value delivered noted page by
         page; ``key_of``: a record's key, its date (normalized, or None) last. The range is
         cut where its records are (probes, unless ``bookmarked``: after a bookmark they go on
         from there) and a window found large is split (engine/time_ranges.py)."""
-        workers = int(self.config["max_concurrency"])
+        workers = self.concurrency.limit
         high = upper if upper is not None else to_ns(self.run_start)
-        pool = self.start_workers(workers, self.name.replace("_", "-"))
+        pool = self.concurrency.workers(self, self.name.replace("_", "-"))
         try:
             low, sample = (
                 (lower, None)

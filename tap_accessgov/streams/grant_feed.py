@@ -57,7 +57,7 @@ class GrantFeedStream(BodyPaging, WindowedStream):
     def records(self, context: Context | None) -> t.Iterable[dict[str, t.Any]]:
         """With ``max_concurrency`` > 1, the feed in concurrent time windows (see
         engine/time_ranges.py); with 1, one request after another as a single query."""
-        if int(self.config["max_concurrency"]) < 2 or context:
+        if self.concurrency.limit < 2 or context:
             return self.request_records(context)
         return self._windowed_records()
 

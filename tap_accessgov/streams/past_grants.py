@@ -28,7 +28,6 @@ import typing as t
 from typing_extensions import override
 
 from tap_accessgov import schemas
-from tap_accessgov.engine.partitions import PartitionPrefetcher
 from tap_accessgov.engine.stream import ApiConnection
 from tap_accessgov.engine.windowed import RunCappedStream
 from tap_accessgov.paging import BodyPaging, page_body
@@ -106,22 +105,19 @@ class PastGrantsStream(BodyPaging, RunCappedStream):
         return searches
 
     def _read(self, searches: list[Search]) -> t.Iterator[Record]:
-        """Every period the searches find, in their order, ``max_concurrency`` at once."""
-        workers = int(self.config["max_concurrency"])
-        if workers < 2 or len(searches) < 2:
-            for search in searches:
-                yield from self.request_records(search)
-            return
-        prefetcher = PartitionPrefetcher(
-            lambda search, stopped: list(self.request_records(dict(search))),
+        """Every period the searches find, in their order, as many at once as the run's
+        concurrency allows."""
+        in_order = self.concurrency.in_order(
+            self,
+            "past grants",
             searches,
-            self.start_workers(workers, "past grants"),
+            lambda search, _stopped: list(self.request_records(dict(search))),
         )
         try:
             for search in searches:
-                yield from prefetcher.take(search)
+                yield from in_order.take(search)
         finally:
-            prefetcher.close()
+            in_order.close()
 
     @override
     def search_filters(self, context: Context | None) -> dict[str, t.Any]:

@@ -83,28 +83,25 @@ class TasksStream(BodyPaging, WindowedStream):
             run.save()
         low = to_ns(bookmark) if bookmark else self._earliest_created()
         if low is not None:
-            workers = int(self.config["max_concurrency"])
             start = low if bookmark else None
-            windows = run.remaining(initial_windows(start, None, low, max(since, low + 1), workers))
-            yield from run.delivered(self._windows(windows, workers, run.complete), _changed_at)
+            windows = run.remaining(
+                initial_windows(start, None, low, max(since, low + 1), self.concurrency.limit)
+            )
+            yield from run.delivered(self._windows(windows, run.complete), _changed_at)
         run.finish()
 
     def _windows(
-        self, windows: list[Window], workers: int, completed: t.Callable[[Window], None]
+        self, windows: list[Window], completed: t.Callable[[Window], None]
     ) -> t.Iterator[Record]:
-        """The tasks created in each window, ``workers`` windows at once (one after another
-        with a single worker: a nightly run's one or two windows need no threads)."""
-        if workers < 2 or len(windows) < 2:
-            for window in windows:
-                yield from self.request_records(_created_in(window))
-                completed(window)
-            return
+        """The tasks created in each window, as many windows at once as the run's concurrency
+        allows and the run waits for (a nightly run's one or two windows: one after another,
+        in the main thread)."""
         reader = WindowReader(
             read=lambda window: self.request_records(_created_in(window)),
             split=lambda _window, _pages, _dates, _typical: [],
             page_size=self.page_size,
-            workers=self.start_workers(workers, "tasks"),
-            count=workers,
+            workers=self.concurrency.workers(self, "tasks"),
+            count=self.concurrency.limit,
             key_of=_key,
             wall_clock=self.time_not_writing,
         )

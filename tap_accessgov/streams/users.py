@@ -19,7 +19,6 @@ from typing_extensions import override
 
 from tap_accessgov import schemas
 from tap_accessgov.engine.stream import AccessGovStream
-from tap_accessgov.engine.workers import read_ahead
 from tap_accessgov.paging import QueryPaging, viewed_objects
 from tap_accessgov.streams.automation_exclusions import (
     AutomationExclusionsStream,
@@ -104,21 +103,17 @@ class UsersStream(QueryPaging, AccessGovStream):
         fails the run at once, not after a directory page that does not come).
         """
         exclusions = self.exclusions
-        concurrency = int(self.config["max_concurrency"])
         unread: collections.deque[dict[str, t.Any]] = collections.deque()
         directory: t.Iterator[User] = iter(())
         if self.config["read_directory"]:
-            if concurrency > 1:
-                workers = self.start_workers(1, "directory")
-                directory = read_ahead(
-                    workers,
-                    lambda: self.request_records(None),
-                    self.page_size,
-                    DIRECTORY_AHEAD,
-                    idle=lambda: self._take_fetched(unread),
-                )
-            else:
-                directory = iter(self.request_records(None))
+            directory = self.concurrency.read_ahead(
+                self,
+                "directory",
+                lambda: self.request_records(None),
+                self.page_size,
+                DIRECTORY_AHEAD,
+                idle=lambda: self._take_fetched(unread),
+            )
         first = list(itertools.islice(directory, 1))
         unread.extend(
             partition
@@ -126,7 +121,8 @@ class UsersStream(QueryPaging, AccessGovStream):
             if not exclusions.excluded_users.was_read(partition_key(partition))
         )
         if unread and self.config["read_directory"]:
-            exclusions.fetch_ahead(unread[0], concurrency - 1)
+            # the directory's series keeps one of the run's threads; the exclusions the rest
+            exclusions.fetch_ahead(unread[0], self.concurrency.limit - 1)
         listed: set[str] = set()
         for user in itertools.chain(first, directory):
             listed.add(user["id"])
