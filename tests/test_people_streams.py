@@ -17,7 +17,10 @@ import requests
 from singer_sdk.exceptions import FatalAPIError
 
 from emulator import Dataset, Emulator
-from tap_accessgov.paging import Page
+from tap_accessgov import schemas
+from tap_accessgov.paging import Page, QueryPaging, page_body
+from tap_accessgov.streams.app_entitlements import AppEntitlementsStream, PerEntitlementStream
+from tap_accessgov.streams.grants import GRANT_FIELDS
 from tap_accessgov.tap import TapAccessGov
 from tests.conftest import (
     CREDENTIAL,
@@ -394,3 +397,44 @@ def test_a_grant_without_one_of_its_three_ids_is_skipped_with_a_warning_naming_t
             "Skipping a grant without an app, app entitlement or app user id (app None, app entitlement None)",
         ),
     ]
+
+
+# A new per-entitlement list stream is a declaration: its name, path, keys, schema and how a
+# page reads. This one reads the grants entitlement by entitlement (``GET .../users``), as the
+# tap once did; the engine lists the partitions, fetches them ahead as the run's concurrency
+# allows, pages, retries and makes each record fit the schema.
+class EntitlementUsersStream(QueryPaging, PerEntitlementStream):
+    name = "entitlement_users"
+    path = "/api/v1/apps/{appId}/entitlements/{appEntitlementId}/users"
+    primary_keys = ("appId", "appEntitlementId", "appUserId")
+    schema = schemas.GRANT
+
+    def parse_response(self, response: requests.Response) -> t.Iterable[dict[str, t.Any]]:
+        for view in page_body(response).get("list") or []:
+            yield {key: value for key, value in view.items() if key in GRANT_FIELDS}
+
+
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_a_per_entitlement_stream_declared_in_a_few_lines_reads_what_the_service_holds(
+    older_grants: Emulator, concurrency: int
+) -> None:
+    """The declaration above, built on the tap's connection and catalog, reads every grant
+    the service holds: the same as the ``grants`` stream's search, at any concurrency."""
+    config = tap_config(older_grants) | {"max_concurrency": concurrency}
+    tap = TapAccessGov(config=config, parse_env_config=False)
+    stream = EntitlementUsersStream(
+        tap,
+        connection=tap,
+        catalog=t.cast("AppEntitlementsStream", tap.streams["app_entitlements"]),
+    )
+    try:
+        records = [
+            stream.post_process(record, partition)
+            for partition in stream.partitions
+            for record in stream.get_records(partition)
+        ]
+    finally:
+        stream.stop_workers()
+    assert grants_read(SyncResult(messages=[], records={"grants": records})) == (
+        grants_truth(older_grants.dataset)
+    )

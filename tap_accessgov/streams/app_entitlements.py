@@ -19,6 +19,7 @@ import typing as t
 from typing_extensions import override
 
 from tap_accessgov import schemas
+from tap_accessgov.engine.partitions import ConcurrentPartitionsStream
 from tap_accessgov.engine.read_once import ReadOnce
 from tap_accessgov.paging import QueryPaging, viewed_objects
 from tap_accessgov.streams.apps import AppsStream, PerAppStream
@@ -57,7 +58,7 @@ class AppEntitlementsStream(QueryPaging, PerAppStream):
         if context:
             yield from self._automated.noting(context["appId"], self.partition_records(context))
 
-    def entitlements_for_exclusions(self, *, automated_only: bool) -> list[tuple[str, str]]:
+    def entitlements(self, *, automated_only: bool = False) -> list[tuple[str, str]]:
         """(app id, entitlement id) of every app entitlement with automation on (or of all),
         in catalog order; the apps not read yet in this run are read now, concurrently."""
         found = []
@@ -74,3 +75,29 @@ class AppEntitlementsStream(QueryPaging, PerAppStream):
     def parse_response(self, response: requests.Response) -> t.Iterable[Record]:
         """The ``appEntitlement`` of each view; one without an id is skipped, with a warning."""
         return viewed_objects(response, "appEntitlement", self.logger)
+
+
+class PerEntitlementStream(ConcurrentPartitionsStream):
+    """A stream read app entitlement by app entitlement: one partition per entitlement of the
+    catalog (named like the record fields ``appId`` and ``appEntitlementId``; its path names
+    them too), fetched ahead as the run's concurrency allows (engine/partitions.py). A stream
+    of this kind declares its name, path, keys, schema and how a page reads."""
+
+    reads = {"catalog": AppEntitlementsStream}
+
+    def __init__(
+        self, tap: Tap, *, connection: ApiConnection, catalog: AppEntitlementsStream
+    ) -> None:
+        super().__init__(tap, connection=connection)
+        self.catalog = catalog
+
+    @override
+    def list_partitions(self) -> list[dict[str, t.Any]]:
+        return [
+            {"appId": app_id, "appEntitlementId": entitlement_id}
+            for app_id, entitlement_id in self.catalog.entitlements()
+        ]
+
+    @override
+    def describe(self, context: Context) -> str:
+        return f"app entitlement {context['appEntitlementId']} of app {context['appId']}"

@@ -23,9 +23,8 @@ import typing as t
 from typing_extensions import override
 
 from tap_accessgov import schemas
-from tap_accessgov.engine.partitions import ConcurrentPartitionsStream
 from tap_accessgov.paging import QueryPaging, RepeatedPageTokenError
-from tap_accessgov.streams.app_entitlements import AppEntitlementsStream
+from tap_accessgov.streams.app_entitlements import AppEntitlementsStream, PerEntitlementStream
 
 if t.TYPE_CHECKING:
     from singer_sdk import Tap
@@ -73,7 +72,7 @@ def _user_id(entry: Entry) -> str | None:
     return (entry.get("user") or {}).get("id") or None
 
 
-class AutomationExclusionsStream(QueryPaging, ConcurrentPartitionsStream):
+class AutomationExclusionsStream(QueryPaging, PerEntitlementStream):
     """Users excluded from automation, one partition per app entitlement: those of the
     ``exclusion_entitlements`` setting, or, when it is not set, every app entitlement of the
     tenant's catalog whose automation is on (all of them with ``exclusion_scope: all``).
@@ -87,15 +86,13 @@ class AutomationExclusionsStream(QueryPaging, ConcurrentPartitionsStream):
     name = "automation_exclusions"
     path = "/api/v1/apps/{appId}/entitlements/{appEntitlementId}/automation/exclusions"
     primary_keys = ("appId", "appEntitlementId", "userId")
-    reads = {"catalog": AppEntitlementsStream}
     schema = schemas.AUTOMATION_EXCLUSION
     declares_paging = False
 
     def __init__(
         self, tap: Tap, *, connection: ApiConnection, catalog: AppEntitlementsStream
     ) -> None:
-        super().__init__(tap, connection=connection)
-        self.catalog = catalog
+        super().__init__(tap, connection=connection, catalog=catalog)
         self.excluded_users = ExcludedUsers()
 
     @override
@@ -106,14 +103,10 @@ class AutomationExclusionsStream(QueryPaging, ConcurrentPartitionsStream):
         if configured is not None:
             keys = [(e["app_id"], e["app_entitlement_id"]) for e in configured]
         else:
-            keys = self.catalog.entitlements_for_exclusions(
+            keys = self.catalog.entitlements(
                 automated_only=self.config["exclusion_scope"] == "automated"
             )
         return [{"appId": app, "appEntitlementId": ent} for app, ent in keys]
-
-    @override
-    def describe(self, context: Context) -> str:
-        return f"app entitlement {context['appEntitlementId']} of app {context['appId']}"
 
     @override
     def records(self, context: Context | None) -> t.Iterator[dict[str, t.Any]]:
