@@ -229,7 +229,9 @@ def compare(title: str, runs: list[str], ordered: bool) -> bool:
         rows.append(("stdout, every line", a, compare_lines(a, b)))
     for name, lines, verdict in rows:
         print(f"  {name:22} {verdict or f'identical (lines: {len(lines)})'}")
-    return not any(verdict for *_, verdict in rows)
+    # The STATEs before a run's final one hold its clock (signposts, the backfill's since and
+    # window bounds): shown, not counted; the final STATE and the interleaving are.
+    return not any(verdict for name, _, verdict in rows if name != "STATE, every line")
 
 
 def main(argv: list[str] | None = None) -> int:
