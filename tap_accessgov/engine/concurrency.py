@@ -217,17 +217,15 @@ class InOrder:
         return self._closed or (self._workers is not None and self._workers.closed)
 
     def _fill(self) -> None:
-        if self._workers is None:
-            return
-        while self._upcoming and len(self._in_flight) < self._ahead:
+        workers = self._workers
+        while workers is not None and self._upcoming and len(self._in_flight) < self._ahead:
             context = self._upcoming.popleft()
-            self._in_flight.append((_key(context), self._workers.submit(self._run, context)))
+            self._in_flight.append((_key(context), workers.submit(self._run, workers, context)))
 
-    def _run(self, context: Context) -> list[Record]:
-        assert self._workers is not None
-        if self._workers.stop.is_set():
+    def _run(self, workers: Workers, context: Context) -> list[Record]:
+        if workers.stop.is_set():
             return []
-        return self._fetch(context, self._workers.stop.is_set)
+        return self._fetch(context, workers.stop.is_set)
 
     def ready(self, context: Context) -> bool:
         """Whether ``context`` is the next one and its records have all arrived (never,
