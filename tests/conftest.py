@@ -26,6 +26,7 @@ import msgspec
 import pytest
 import requests
 from filelock import FileLock
+from hypothesis import settings as hypothesis_settings
 
 from emulator import Dataset, Emulator, make_credential
 from emulator.__main__ import parse_args
@@ -55,6 +56,13 @@ from tests.groups import (  # the groups' hooks, registered here
     write_timings,
 )
 from tests.groups import pytest_configure as groups_configure
+
+# The properties (test_windows.py, test_properties.py) assert what the code computes, not how
+# fast: no deadline per example (hypothesis's default, 200 ms, is a wall-clock bound that an
+# example on a loaded 2-core machine can overrun without a bug; test_windows' pieces property
+# failed once beside a mutation run and passed alone).
+hypothesis_settings.register_profile("suite", deadline=None)
+hypothesis_settings.load_profile("suite")
 
 # Where the end-to-end tests look for PostgreSQL first (the `warehouse_url` fixture): the URL
 # given, else the PG* variables with meltano.yml's defaults (127.0.0.1:5432, database test).
