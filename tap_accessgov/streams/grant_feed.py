@@ -13,7 +13,7 @@ from typing_extensions import override
 from tap_accessgov import schemas
 from tap_accessgov.engine.windowed import WindowedStream
 from tap_accessgov.paging import BodyPaging, page_body
-from tap_accessgov.timestamps import normalize_timestamp, to_ns
+from tap_accessgov.timestamps import normalize_timestamp
 
 if t.TYPE_CHECKING:
     from collections.abc import Mapping
@@ -55,27 +55,20 @@ class GrantFeedStream(BodyPaging, WindowedStream):
 
     @override
     def records(self, context: Context | None) -> t.Iterable[dict[str, t.Any]]:
-        """With ``max_concurrency`` > 1, the feed in concurrent time windows (see
-        engine/time_ranges.py); with 1, one request after another as a single query."""
+        """At a concurrency limit above 1, the feed in concurrent time windows (the engine's
+        ``read_range``: the last window open, ``end_date`` aside); at 1, one request after
+        another as a single query."""
         if self.concurrency.limit < 2 or context:
             return self.request_records(context)
-        return self._windowed_records()
+        return self.read_range()
 
-    def _windowed_records(self) -> t.Iterator[dict[str, t.Any]]:
-        """Every event of the run's range, window by window, with a STATE as each completes;
-        the last window open (``end_date`` aside): the bookmark is the latest date read."""
-        lower = self.get_starting_replication_key_value(None)
-        end = self.config.get("end_date")
-        run = self.resumable_run(filters_digest(self.config))
-        yield from self.read_windows(
-            run,
-            to_ns(lower) if lower else None,
-            to_ns(end) if end else None,
-            # After a bookmark the events go on from there: probes only for a first sync.
-            bookmarked=self.stream_state.get("replication_key_value") is not None,
-            key_of=key,  # a grant event's, its ``date`` (normalized by parse_response) last
-        )
-        run.finish()
+    @override
+    def windows_of(self) -> str:
+        return filters_digest(self.config)
+
+    @override
+    def window_key(self, record: dict[str, t.Any]) -> Key:
+        return key(record)  # its ``date`` normalized by parse_response
 
     @override
     def search_filters(self, context: Context | None) -> dict[str, t.Any]:

@@ -77,22 +77,28 @@ class SystemLogStream(BodyPaging, WindowedStream):
 
     @override
     def records(self, context: Context | None) -> t.Iterable[Record]:
-        bookmark = self.stream_state.get("replication_key_value")
-        start = bookmark or self.config.get("start_date")
-        end = self.config.get("end_date")
+        return self.read_range()
+
+    @override
+    def windows_of(self) -> str:
+        return WINDOWS_OF
+
+    @override
+    def window_key(self, record: Record) -> Key:
+        return _key(record)
+
+    @override
+    def range_end(self) -> int:
+        """The run's start (the interrupted run's, when resumed), or ``end_date`` when
+        earlier: what is logged while the run reads is the next run's."""
         upper = to_ns(self.run_start)
-        if end:
-            upper = min(upper, to_ns(end))
-        run = self.resumable_run(WINDOWS_OF)
-        run.extra = {SINCE: self.run_start}  # a resumed run keeps this run's upper bound
-        lower = to_ns(start) if start else None
-        if lower is None or lower < upper:
-            yield from self.read_windows(
-                run, lower, upper, bookmarked=bookmark is not None, key_of=_key
-            )
-        # The bookmark is the latest instant delivered, read again by the next run (``since``
-        # is inclusive): an event a writer logs late at that instant is not lost.
-        run.finish()
+        end = super().range_end()
+        return upper if end is None else min(upper, end)
+
+    @override
+    def backfill_extra(self) -> dict[str, t.Any]:
+        """The run's start: a resumed run keeps this run's upper bound."""
+        return {SINCE: self.run_start}
 
     @override
     def search_filters(self, context: Context | None) -> dict[str, t.Any]:
