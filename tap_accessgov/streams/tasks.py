@@ -94,8 +94,7 @@ class TasksStream(BodyPaging, WindowedStream):
         self, windows: list[Window], completed: t.Callable[[Window], None]
     ) -> t.Iterator[Record]:
         """The tasks created in each window, as many windows at once as the run's concurrency
-        allows and the run waits for (a nightly run's one or two windows: one after another,
-        in the main thread)."""
+        allows and the run waits for (the first in the main thread: time_ranges.py's reader)."""
         reader = WindowReader(
             read=lambda window: self.request_records(_created_in(window)),
             split=lambda _window, _pages, _dates, _typical: [],
