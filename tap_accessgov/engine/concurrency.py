@@ -32,7 +32,7 @@ if t.TYPE_CHECKING:
 
 Record = dict[str, t.Any]
 Context = t.Mapping[str, t.Any]
-Fetch = t.Callable[[Context, t.Callable[[], bool]], list[Record]]
+Fetch = t.Callable[[Context, t.Callable[[], bool]], "Iterable[Record]"]
 
 
 class SyncingStream(t.Protocol):
@@ -195,8 +195,10 @@ class InOrder:
     """Requests taken in a given order (partitions, searches), up to two per worker fetched
     ahead of the one being taken; with no workers, each fetched when it is taken.
 
-    ``fetch(context, stopped)`` reads one; it should end early once ``stopped()`` is true (the
-    run failed or its output was closed), so that closing does not wait for it. ``workers``:
+    ``fetch(context, stopped)`` reads one, as its records come (a worker keeps them until they
+    are taken; in the caller's thread they are handed on as they arrive); it should end early
+    once ``stopped()`` is true (the run failed or its output was closed), so that closing does
+    not wait for it. ``workers``:
     the stream's (``AccessGovStream.start_workers``), so that closing also ends the waits of
     its requests; None: the caller's thread alone (``Concurrency.in_order`` at a limit of 1).
     """
@@ -225,7 +227,7 @@ class InOrder:
     def _run(self, workers: Workers, context: Context) -> list[Record]:
         if workers.stop.is_set():
             return []
-        return self._fetch(context, workers.stop.is_set)
+        return list(self._fetch(context, workers.stop.is_set))
 
     def ready(self, context: Context) -> bool:
         """Whether ``context`` is the next one and its records have all arrived (never,
@@ -234,7 +236,7 @@ class InOrder:
             self._in_flight[0][0] == _key(context) and self._in_flight[0][1].done()
         )
 
-    def take(self, context: Context) -> list[Record]:
+    def take(self, context: Context) -> Iterable[Record]:
         """The records of ``context``; re-raises what its fetch raised."""
         if not self._in_flight or self._in_flight[0][0] != _key(context):
             # not fetched ahead (no workers, or asked out of order): fetched here

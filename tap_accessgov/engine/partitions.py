@@ -114,7 +114,7 @@ class ConcurrentPartitionsStream(AccessGovStream):
                 self,
                 "prefetch",
                 partitions[start:],
-                lambda ctx, stopped: list(self.read_partition(ctx, stopped)),
+                self.read_partition,
                 threads=threads,
             )
         return self._in_order

@@ -111,7 +111,7 @@ class PastGrantsStream(BodyPaging, RunCappedStream):
             self,
             "past grants",
             searches,
-            lambda search, _stopped: list(self.request_records(dict(search))),
+            lambda search, _stopped: self.request_records(dict(search)),
         )
         try:
             for search in searches:
