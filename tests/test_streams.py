@@ -274,14 +274,27 @@ def test_grant_feed_filters_equal_ground_truth(name: str) -> None:
 
 @pytest.mark.parametrize("page_size", [10, 100])
 def test_page_sizes(emulator: Emulator, page_size: int) -> None:
-    # One query (max_concurrency 1): every page full but the last. With time windows each
-    # window ends on a page of its own (tests/test_backfill.py).
+    # One request at a time (max_concurrency 1), the feed in time windows: every page the
+    # size asked for and full, but each query's last; the probes (pages of 10) are not
+    # delivered.
     config = {**tap_config(emulator), "page_size": page_size, "max_concurrency": 1}
-    result = sync(config, catalog=catalog_selecting(config, {"grant_feed": None}))
+    tap = TapAccessGov(config=config, parse_env_config=False)
+    pages: Counter[tuple[t.Any, ...]] = Counter()
+
+    def seen(response: requests.Response, *args: t.Any, **kwargs: t.Any) -> None:
+        body = json.loads(response.request.body or "{}")
+        answer = response.json()
+        full = len(answer["list"]) == body.get("pageSize")
+        pages[(body.get("pageSize"), full, bool(answer.get("nextPageToken")))] += 1
+
+    tap.streams["grant_feed"].requests_session.hooks["response"].append(seen)  # type: ignore[attr-defined]
+    result = sync(config, catalog=catalog_selecting(config, {"grant_feed": None}), tap=tap)
     truth = emulator.dataset.feed_entries()
     assert_feed_matches(result.records["grant_feed"], truth)
-    requests = emulator.stats["api_requests_by_path"]["/api/v1/grants/feed"]
-    assert requests == math.ceil(len(truth) / page_size)
+    assert {size for size, _, _ in pages} <= {page_size, 10}
+    assert not [query for query, n in pages.items() if query[2] and not query[1]]  # part, more
+    delivered = sum(n for (size, _, _), n in pages.items() if size == page_size)
+    assert delivered < math.ceil(len(truth) / page_size) * 1.5
 
 
 def test_expand_mask_puts_the_related_objects_into_each_record() -> None:

@@ -5,7 +5,7 @@ hundreds of entitlements or a years-long grant feed the run is one request laten
 another. The tap builds one ``Concurrency`` from ``max_concurrency`` (the only place the
 setting is read), beside the run's request budget (request_budget.py: the requests actually
 in flight, which a 429 lowers). A stream asks it for "these requests, in this order, at most
-N at once" (``in_order``), for a page series read ahead of its records (``read_ahead``), or
+N at once" (``in_order``), for a round of requests at once (``at_once``), for a page series read ahead of its records (``read_ahead``), or
 for the threads of its time windows (``workers``, which time_ranges.py's reader uses); it
 never reads the setting, nor decides between serial and concurrent: at a limit of 1 the
 requests are made in the caller's thread, one after another.
@@ -25,7 +25,7 @@ import collections
 import queue
 import threading
 import typing as t
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 
 if t.TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Sequence
@@ -74,6 +74,26 @@ class Concurrency:
         if self.limit < 2 or count < 1:
             return InOrder(fetch, contexts, None)
         return InOrder(fetch, contexts, stream.start_workers(count, name))
+
+    def at_once(
+        self, stream: SyncingStream, name: str, calls: Sequence[t.Callable[[], _T]]
+    ) -> list[_T]:
+        """What each of ``calls`` returns, in their order, the calls made at once in threads
+        of ``stream``'s sync (at most the limit), which end before this returns; the first
+        failure is raised once known (what has not started is cancelled, what runs ends at
+        its next request). At a limit of 1, one after another in the caller's thread."""
+        if self.limit < 2 or len(calls) < 2:
+            return [call() for call in calls]
+        workers = stream.start_workers(min(self.limit, len(calls)), name)
+        try:
+            futures = [workers.submit(call) for call in calls]
+            wait(futures, return_when=FIRST_EXCEPTION)
+            for future in futures:
+                if future.done() and (failure := future.exception()) is not None:
+                    raise failure
+            return [future.result() for future in futures]
+        finally:
+            workers.close()
 
     def read_ahead(
         self,

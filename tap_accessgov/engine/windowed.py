@@ -2,14 +2,15 @@
 system log, the tasks): the bookmark capped at the run's start (``RunCappedStream``,
 past_grants' too), the run's record of completed windows kept in its STATE as they complete
 (engine/time_ranges.py: the cut, the reader, ``Backfill``), and the read itself of a range
-cut where its records are (``WindowedStream.read_windows``), written once for the grant feed
-and the system log.
+cut where its records are (``WindowedStream.read_range``), written once: a windowed stream
+says its range, its filters and its keys through the hooks of ``read_range``, and nothing of
+windows, workers or STATE.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import datetime
+import functools
 import itertools
 import typing as t
 from functools import cached_property
@@ -32,7 +33,6 @@ if t.TYPE_CHECKING:
 
     from singer_sdk.helpers.types import Context
 
-    from tap_accessgov.engine.concurrency import Workers
     from tap_accessgov.engine.time_ranges import Window
 
 Record = dict[str, t.Any]
@@ -119,14 +119,15 @@ class WindowedStream(RunCappedStream):
     def read_range(self) -> Iterator[Record]:
         """Every record of the run's range, window by window (``read_windows``), a STATE as
         each window completes, then the bookmark: the latest change delivered, capped at the
-        run's start. The range begins at the SDK's starting value (the bookmark, or
-        ``start_date`` when later or when there is none; that instant is read again, so a
-        record written late at it is not lost) and ends at ``range_end``."""
-        start = self.get_starting_replication_key_value(None)
+        run's start. The range goes from ``range_start`` (that instant is read again, so a
+        record written late at it is not lost) to ``range_end``; what a stream reads besides
+        its windows comes first (``before_windows``)."""
+        start = self.range_start()
         lower = to_ns(start) if start else None
         upper = self.range_end()
         run = self.resumable_run(self.windows_of())
-        run.extra = self.backfill_extra()
+        run.extra = self.backfill_extra(run)
+        yield from self.before_windows(run)
         if lower is None or upper is None or lower < upper:
             yield from self.read_windows(
                 run,
@@ -134,9 +135,10 @@ class WindowedStream(RunCappedStream):
                 upper,
                 # after a bookmark the records go on from there: probes only for a first sync
                 bookmarked=self.stream_state.get("replication_key_value") is not None,
-                key_of=self.window_key,
             )
         run.finish()
+
+    # ----- what a windowed stream says of itself (the hooks of ``read_range``) -----
 
     def windows_of(self) -> str:
         """Which records a window holds (the query's filters, in short): an interrupted
@@ -147,14 +149,37 @@ class WindowedStream(RunCappedStream):
         """A record's key for a window's split, its date (normalized, or None) last."""
         raise NotImplementedError
 
+    def range_start(self) -> str | None:
+        """Where the run's range begins: the SDK's starting value (the bookmark, or
+        ``start_date`` when later or when there is none); None: where the records begin."""
+        return self.get_starting_replication_key_value(None)
+
     def range_end(self) -> int | None:
         """Where the run's range ends (ns, exclusive): ``end_date``, else open (the last
         window reaches past the run's start, which still caps the bookmark)."""
         end = self.config.get("end_date")
         return to_ns(end) if end else None
 
-    def backfill_extra(self) -> dict[str, t.Any]:
-        """What an interrupted run keeps beside its completed windows (none by default)."""
+    def where_records_begin(
+        self, lower: int | None, upper: int | None, high: int, slots: int
+    ) -> tuple[int, list[int] | None] | None:
+        """Where a first sync's records begin, so its windows are cut where the data is,
+        and a sample of their dates (None: no sample); None: the range holds no record.
+        By default a round of probes (``probe_where_records_are``)."""
+        return self.probe_where_records_are(lower, upper, high, slots)
+
+    def changed_at(self, record: Record) -> str | None:
+        """When a delivered record changed, in the bookmark's format (None: not known): the
+        replication key's value."""
+        return record.get(self.replication_key or "")
+
+    def before_windows(self, run: ResumableRun) -> Iterator[Record]:
+        """What the run reads before its windows (nothing by default), noted in ``run``."""
+        return iter(())
+
+    def backfill_extra(self, run: ResumableRun) -> dict[str, t.Any]:
+        """What an interrupted run keeps beside its completed windows (none by default);
+        ``run.saved``: what the interrupted run kept."""
         return {}
 
     def resumable_run(self, filters: str) -> ResumableRun:
@@ -169,27 +194,26 @@ class WindowedStream(RunCappedStream):
         upper: int | None,
         *,
         bookmarked: bool,
-        key_of: Callable[[Record], Key],
     ) -> Iterator[Record]:
         """Every record of ``[lower, upper)`` (ns; None: unbounded), up to the run's
         concurrency limit of windows at once (as many as the run waits for), each completed
         window saved in ``run``, the latest replication key value delivered noted page by
-        page; ``key_of``: a record's key, its date (normalized, or None) last. The range is
-        cut where its records are (probes, unless ``bookmarked``: after a bookmark they go on
-        from there) and a window found large is split (engine/time_ranges.py)."""
+        page (``changed_at``). The range is cut where its records are (``where_records_begin``,
+        unless ``bookmarked``: after a bookmark they go on from there) and a window found
+        large is split at its records' dates (``window_key``, engine/time_ranges.py)."""
+        key_of = self.window_key
         workers = self.concurrency.limit
         high = upper if upper is not None else to_ns(self.run_start)
-        pool = self.concurrency.workers(self, self.name.replace("_", "-"))
-        try:
-            low, sample = (
-                (lower, None)
-                if bookmarked and lower is not None
-                else self._where_records_are(lower, upper, high, pool, workers, key_of)
-            )
-        except BaseException:
-            pool.close()
-            raise
+        begin = (
+            (lower, None)
+            if bookmarked and lower is not None
+            else self.where_records_begin(lower, upper, high, workers)
+        )
+        if begin is None:
+            return
+        low, sample = begin
         high = max(high, low + 1)
+        pool = self.concurrency.workers(self, self.name.replace("_", "-"))
         windows = run.remaining(initial_windows(lower, upper, low, high, workers, sample))
         reader = WindowReader(
             read=lambda window: self.request_records(window_context(window)),
@@ -202,9 +226,8 @@ class WindowedStream(RunCappedStream):
             key_of=key_of,
             wall_clock=self.time_not_writing,
         )
-        changed = self.replication_key or ""
         yield from reader.records(
-            windows, run.complete, lambda page: run.saw(record.get(changed) for record in page)
+            windows, run.complete, lambda page: run.saw(map(self.changed_at, page))
         )
         self.logger.info(
             "The %s was read %d time range(s) at once at most (max_concurrency %d): more "
@@ -214,14 +237,12 @@ class WindowedStream(RunCappedStream):
             workers,
         )
 
-    def _where_records_are(
+    def probe_where_records_are(
         self,
         after: int | None,
         upper: int | None,
         before: int,
-        workers: Workers,
         slots: int,
-        key_of: Callable[[Record], Key],
     ) -> tuple[int, list[int] | None]:
         """Where the records of the run's range begin (``after`` None: no bookmark and no
         start_date), so the windows are cut where the data is, not over years before it, and
@@ -245,16 +266,9 @@ class WindowedStream(RunCappedStream):
             "after": None if after is None else from_ns(after),
             "before": None if upper is None else from_ns(upper),
         }
-        sampling = workers.submit(self._first_page, sample_context)
-        probes = [workers.submit(self._any_record_between, after, instant) for instant in instants]
-        # The first failure ends the round (the caller closes the workers: waits end at once).
-        round_: list[concurrent.futures.Future[t.Any]] = [sampling, *probes]
-        concurrent.futures.wait(round_, return_when=concurrent.futures.FIRST_EXCEPTION)
-        for future in round_:
-            if future.done() and (failure := future.exception()) is not None:
-                raise failure
-        found = [probe.result() for probe in probes]
-        page = sampling.result()
+        calls: list[Callable[[], t.Any]] = [functools.partial(self._first_page, sample_context)]
+        calls += [functools.partial(self._any_record_between, after, i) for i in instants]
+        page, *found = self.concurrency.at_once(self, self.name.replace("_", "-"), calls)
         low = next(
             (
                 instant
@@ -271,7 +285,7 @@ class WindowedStream(RunCappedStream):
             from_ns(low),
             len(instants) + 1,
         )
-        dates = [to_ns(date) for record in page if (date := key_of(record)[-1])]
+        dates = [to_ns(date) for record in page if (date := self.window_key(record)[-1])]
         return low, dates if len(page) >= self.page_size else None
 
     def _first_page(self, context: dict[str, t.Any]) -> list[Record]:

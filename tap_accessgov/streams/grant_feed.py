@@ -55,11 +55,9 @@ class GrantFeedStream(BodyPaging, WindowedStream):
 
     @override
     def records(self, context: Context | None) -> t.Iterable[dict[str, t.Any]]:
-        """At a concurrency limit above 1, the feed in concurrent time windows (the engine's
-        ``read_range``: the last window open, ``end_date`` aside); at 1, one request after
-        another as a single query."""
-        if self.concurrency.limit < 2 or context:
-            return self.request_records(context)
+        """The feed in time windows (the engine's ``read_range``: from the bookmark or
+        ``start_date`` to ``end_date``, else the last window open), at most
+        ``max_concurrency`` at once."""
         return self.read_range()
 
     @override
@@ -72,22 +70,17 @@ class GrantFeedStream(BodyPaging, WindowedStream):
 
     @override
     def search_filters(self, context: Context | None) -> dict[str, t.Any]:
-        """A window's or a probe's bounds (a probe: a small page), else the run's; the
-        settings' filters and expand mask."""
+        """A window's or a probe's bounds (a probe: a small page); the settings' filters and
+        expand mask."""
         config = self.config
         body: dict[str, t.Any] = {}
-        if context is not None and "before" in context:  # a window or a probe
-            if context.get("probe"):
-                body["pageSize"] = 10
-            if context.get("after"):
-                body["after"] = context["after"]
-            if context["before"]:
-                body["before"] = context["before"]
-        else:
-            if after := self.get_starting_replication_key_value(context):
-                body["after"] = normalize_timestamp(after)
-            if before := config.get("end_date"):
-                body["before"] = normalize_timestamp(before)
+        context = context or {}
+        if context.get("probe"):
+            body["pageSize"] = 10
+        if context.get("after"):
+            body["after"] = context["after"]
+        if context.get("before"):
+            body["before"] = context["before"]
         if app_ids := config.get("app_ids"):
             body["appRefs"] = [{"id": app_id} for app_id in app_ids]
         if refs := config.get("app_entitlement_refs"):

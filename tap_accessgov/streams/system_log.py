@@ -35,7 +35,7 @@ import typing as t
 from typing_extensions import override
 
 from tap_accessgov import schemas
-from tap_accessgov.engine.windowed import SINCE, WindowedStream
+from tap_accessgov.engine.windowed import SINCE, ResumableRun, WindowedStream
 from tap_accessgov.paging import BodyPaging, page_body
 from tap_accessgov.timestamps import from_ns, normalize_timestamp, to_ns
 
@@ -96,7 +96,7 @@ class SystemLogStream(BodyPaging, WindowedStream):
         return upper if end is None else min(upper, end)
 
     @override
-    def backfill_extra(self) -> dict[str, t.Any]:
+    def backfill_extra(self, run: ResumableRun) -> dict[str, t.Any]:
         """The run's start: a resumed run keeps this run's upper bound."""
         return {SINCE: self.run_start}
 

@@ -7,8 +7,9 @@ the outcome of a task that was open then. A run whose bookmark is ``W`` reads tw
 sets whose union is every task created or decided since ``W``:
 
 - ``createdAfter W``: the tasks created since (whatever their state now), in time windows of
-  ``createdAfter``/``createdBefore`` read concurrently like the grant feed's
-  (engine/time_ranges.py: the same cut, reader and record of completed windows);
+  ``createdAfter``/``createdBefore``: the engine's one range reader, as for the grant feed
+  (``WindowedStream.read_range``: the same cut, split, reader and record of completed
+  windows);
 - ``outcomeAfter W`` with ``createdBefore W``: the older tasks that got an outcome since.
 
 Nothing older is read again. The bookmark (``updatedAt``, the SDK's replication key) is the
@@ -18,8 +19,9 @@ past it has an outcome time after the start, so the next run reads it, even when
 seen later in the run changed later still. The tasks at the bookmark instant are read again
 (the searches' ``after`` bounds are inclusive), as the grant feed's events are. What a task
 gains without an outcome (a first approval of an open task) is seen when it gets its outcome.
-A first sync reads every task (``start_date`` bounds the grant feed, not the tasks a feed
-event may name).
+A first sync reads every task, from the earliest created (one request sorted by creation),
+to the run's start and past it: ``start_date`` and ``end_date`` bound the grant feed, not the
+tasks a feed event may name.
 
 An interrupted run resumes from its last STATE: completed windows, whether the outcome query
 completed and the latest ``updatedAt`` delivered sit beside the bookmark (``backfill``), with
@@ -34,19 +36,17 @@ import typing as t
 from typing_extensions import override
 
 from tap_accessgov import schemas
-from tap_accessgov.engine.time_ranges import (
-    Key,
-    Window,
-    WindowReader,
-    initial_windows,
-)
-from tap_accessgov.engine.windowed import SINCE, WindowedStream
+from tap_accessgov.engine.windowed import SINCE, ResumableRun, WindowedStream
 from tap_accessgov.paging import BodyPaging, viewed_objects
 from tap_accessgov.timestamps import normalize_timestamp, to_ns
 
 if t.TYPE_CHECKING:
+    from collections.abc import Iterator
+
     import requests
     from singer_sdk.helpers.types import Context
+
+    from tap_accessgov.engine.time_ranges import Key
 
 Record = dict[str, t.Any]
 
@@ -68,45 +68,32 @@ class TasksStream(BodyPaging, WindowedStream):
 
     @override
     def records(self, context: Context | None) -> t.Iterable[Record]:
-        return self._changed_tasks()
+        return self.read_range()
 
-    def _changed_tasks(self) -> t.Iterator[Record]:
+    @override
+    def windows_of(self) -> str:
+        return WINDOWS_OF
+
+    @override
+    def window_key(self, record: Record) -> Key:
+        """A task's id, its creation (or None) last: windows hold tasks by creation."""
+        return (record["id"], record.get("createdAt"))
+
+    @override
+    def range_start(self) -> str | None:
+        """The bookmark; none on a first sync, whatever ``start_date`` says."""
         bookmark = self.stream_state.get("replication_key_value")
-        since = to_ns(self.run_start)
-        run = self.resumable_run(WINDOWS_OF)
-        run.extra = {SINCE: self.run_start, OUTCOMES_READ: bool(run.saved.get(OUTCOMES_READ))}
-        if bookmark and not run.extra[OUTCOMES_READ]:
-            after = normalize_timestamp(bookmark)
-            outcomes = self.request_records({"outcomeAfter": after, "createdBefore": after})
-            yield from run.delivered(outcomes, _changed_at)
-            run.extra[OUTCOMES_READ] = True
-            run.save()
-        low = to_ns(bookmark) if bookmark else self._earliest_created()
-        if low is not None:
-            start = low if bookmark else None
-            windows = run.remaining(
-                initial_windows(start, None, low, max(since, low + 1), self.concurrency.limit)
-            )
-            yield from run.delivered(self._windows(windows, run.complete), _changed_at)
-        run.finish()
+        return normalize_timestamp(bookmark) if bookmark else None
 
-    def _windows(
-        self, windows: list[Window], completed: t.Callable[[Window], None]
-    ) -> t.Iterator[Record]:
-        """The tasks created in each window, as many windows at once as the run's concurrency
-        allows and the run waits for (the first in the main thread: time_ranges.py's reader)."""
-        reader = WindowReader(
-            read=lambda window: self.request_records(_created_in(window)),
-            split=lambda _window, _pages, _dates, _typical: [],
-            page_size=self.page_size,
-            workers=self.concurrency.workers(self, "tasks"),
-            count=self.concurrency.limit,
-            key_of=_key,
-            wall_clock=self.time_not_writing,
-        )
-        yield from reader.records(windows, completed)
+    @override
+    def range_end(self) -> int | None:
+        """Open: the last window reaches past the run's start, ``end_date`` or not."""
+        return None
 
-    def _earliest_created(self) -> int | None:
+    @override
+    def where_records_begin(
+        self, lower: int | None, upper: int | None, high: int, slots: int
+    ) -> tuple[int, None] | None:
         """When the tenant's first task was created (one request, sorted by creation); None
         when it has none. The windows of a first sync are cut from there; the oldest is
         unbounded below, so a service that ignored the order would still lose no task."""
@@ -118,34 +105,45 @@ class TasksStream(BodyPaging, WindowedStream):
             if isinstance(records, t.Generator):
                 records.close()
         created = (first or {}).get("createdAt")
-        return to_ns(created) if created else None
+        return (to_ns(created), None) if created else None
+
+    @override
+    def changed_at(self, record: Record) -> str | None:
+        """When a task last changed (``updatedAt``, else ``createdAt``), in the bookmark's
+        format."""
+        changed = record.get("updatedAt") or record.get("createdAt")
+        return normalize_timestamp(changed) if changed else None
+
+    @override
+    def before_windows(self, run: ResumableRun) -> Iterator[Record]:
+        """After a bookmark, the older tasks that got an outcome since (once per run: an
+        interrupted run that completed it does not read it again)."""
+        bookmark = self.range_start()
+        if bookmark is None or run.extra[OUTCOMES_READ]:
+            return
+        outcomes = self.request_records({"outcomeAfter": bookmark, "createdBefore": bookmark})
+        yield from run.delivered(outcomes, self.changed_at)
+        run.extra[OUTCOMES_READ] = True
+        run.save()
+
+    @override
+    def backfill_extra(self, run: ResumableRun) -> dict[str, t.Any]:
+        """The run's start (a resumed run keeps its cap), and whether the outcome query
+        completed."""
+        return {SINCE: self.run_start, OUTCOMES_READ: bool(run.saved.get(OUTCOMES_READ))}
 
     @override
     def search_filters(self, context: Context | None) -> dict[str, t.Any]:
-        """The context's filters (time bounds as sent; a page size of its own, if any)."""
-        return dict(context or {})
+        """A window's bounds in the search's words (``createdAfter``, ``createdBefore``),
+        the other queries' filters as they are (a page size of their own, if any)."""
+        filters = dict(context or {})
+        window = {"after": "createdAfter", "before": "createdBefore"}
+        for bound, name in window.items():
+            if bound in filters and (value := filters.pop(bound)) is not None:
+                filters[name] = value
+        return filters
 
     @override
     def parse_response(self, response: requests.Response) -> t.Iterable[Record]:
         """The ``task`` of each view; one without an id is skipped, with a warning."""
         return viewed_objects(response, "task", self.logger)
-
-
-def _key(task: Record) -> Key:
-    """A task's key for a window's split, its creation (or None) last."""
-    return (task["id"], task.get("createdAt"))
-
-
-def _changed_at(task: Record) -> str | None:
-    """When a task last changed (``updatedAt``, else ``createdAt``), in the bookmark's format."""
-    changed = task.get("updatedAt") or task.get("createdAt")
-    return normalize_timestamp(changed) if changed else None
-
-
-def _created_in(window: Window) -> dict[str, str]:
-    """The search filters of a window of creation times."""
-    after, before = window.bounds()
-    return {
-        **({"createdAfter": after} if after else {}),
-        **({"createdBefore": before} if before else {}),
-    }
