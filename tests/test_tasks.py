@@ -5,6 +5,7 @@ or decided since the bookmark, resumable windows, concurrency that changes nothi
 from __future__ import annotations
 
 import datetime
+import json
 import logging
 import math
 import threading
@@ -480,3 +481,41 @@ def test_tasks_created_or_decided_late_at_the_bookmark_instant_come_with_the_nex
     assert {task_id: read_now[task_id] for task_id in late} == {
         task_id: expected(task) for task_id, task in late.items()
     }
+
+
+def test_a_large_window_of_tasks_is_split_while_several_are_read_at_once(
+    make_emulator: t.Callable[..., Emulator],
+) -> None:
+    """The tasks are read by the engine's one range reader, as the grant feed is: a window
+    found large while several are read at once is left for pieces of it (read in its place,
+    engine/time_ranges.py), and every task is still delivered once."""
+    emu = make_emulator(Dataset(**SMALL_DATASET), latency=0.02)
+    config = task_config(emu, max_concurrency=4, page_size=10)
+    more: dict[tuple[t.Any, ...], bool] = {}  # a query's last page: whether it had a next
+
+    def answered(response: requests.Response, *args: t.Any, **kwargs: t.Any) -> None:
+        body = json.loads(response.request.body or "{}")
+        if "sortBy" not in body and "outcomeAfter" not in body:
+            query = (body.get("createdAfter"), body.get("createdBefore"))
+            more[query] = bool(response.json().get("nextPageToken"))
+
+    catalog = catalog_selecting(config, {"tasks": None})
+    tap = TapAccessGov(config=config, catalog=catalog, parse_env_config=False)
+    tap.streams["tasks"].requests_session.hooks["response"].append(answered)  # type: ignore[attr-defined]
+    result = sync(config, tap=tap)
+    ids = [task["id"] for task in result.records["tasks"]]
+    assert sorted(ids) == sorted(task["id"] for task in emu.dataset.tasks())
+    left = [query for query, had_more in more.items() if had_more]
+    assert left, "no window was split"
+    pieces = [q for q in more if q not in left and any(_within(q, window) for window in left)]
+    assert pieces, "no piece read in a split window's place"
+
+
+def _within(inner: tuple[str | None, str | None], outer: tuple[str | None, str | None]) -> bool:
+    """Whether the range ``inner`` (after, before; None: unbounded) lies within ``outer``."""
+    (a, b), (c, d) = inner, outer
+    return (
+        (c is None or (a is not None and ns(a) >= ns(c)))
+        and (d is None or (b is not None and ns(b) <= ns(d)))
+        and inner != outer
+    )
