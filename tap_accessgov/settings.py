@@ -152,7 +152,8 @@ CONFIG_SCHEMA = th.PropertiesList(
             "a service that answers at once), and the entitlement lists of several apps and "
             "the automation exclusions of several entitlements at once. Lowered "
             "automatically while the service answers 429. 1 = one request after another "
-            "(the grant feed as one query). The records delivered do not depend on it."
+            "(the same windows, read one at a time). The records delivered do not depend on "
+            "it."
         ),
     ),
     th.Property(

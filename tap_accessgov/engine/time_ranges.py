@@ -1,4 +1,6 @@
-"""The grant feed read as half-open time windows, several at once, resumable as they complete.
+"""A time range read as half-open windows, several at once, resumable as they complete: the
+grant feed's, the system log's and the tasks' (engine/windowed.py, ``read_range``), told here
+in the grant feed's words.
 
 The feed's ``after`` (inclusive) and ``before`` (exclusive) tile time exactly, so a range cut
 into windows ``[t0, t1), [t1, t2) ...`` is read whole, each event once, whatever order the
