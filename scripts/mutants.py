@@ -95,6 +95,11 @@ COVERED_BY: dict[str, tuple[str, ...]] = {
         "tests/test_system_log.py",
         "tests/test_tasks.py",
     ),
+    # the owner of concurrency: its own tests, and the reads of its users that hold threads
+    "tap_accessgov/engine/concurrency.py": (
+        "tests/test_concurrency.py",
+        "tests/test_reliability.py",  # read_ahead's chunks, failures and close
+    ),
 }
 # mutmut's exit codes of a mutant's test run, as its stats module names them; -9: stopped by
 # ``stop_hung_mutants`` (a mutant that waits forever uses no CPU, so mutmut's limit, on CPU
