@@ -15,6 +15,9 @@ In one run, alternating the two sides of each comparison and reporting medians:
 2. the tap's peak RSS on a 10k-event and on a 200k-event feed;
 3. automation_exclusions over 200 entitlements with 50 ms added to every response: the tap
    (max_concurrency 8) versus the same tap one request after another (max_concurrency 1);
+3b. entitlement_owners (``--only owners``) over the app entitlements of 60 apps
+   (``--owner-apps``), 100 ms per response: the tap with max_concurrency 8 versus 1, the
+   catalog read first as a user's run does (goal >= 6x);
 4. token requests per tap run, from the emulator's counters;
 5. discovery through the catalog (``--only discovery``), 50 ms added to every response, for the
    demo's tenant (the default ``python -m emulator`` catalog) and a tenant of 2,000 app
@@ -325,6 +328,9 @@ def tap_sections(args: argparse.Namespace, workdir: Path, report: t.Callable[[st
             report(f"  concurrent        (max_concurrency 8): median {par_s:.2f} s")
             report(f"  speed-up = {seq_s / par_s:.1f}x   (target >= 4x)")
 
+        if "owners" in args.only:
+            owners(args, start, tap_run, workdir, report)
+
         if "discovery" in args.only:
             discovery(args, workdir, start, tap_run, report)
 
@@ -335,6 +341,37 @@ def tap_sections(args: argparse.Namespace, workdir: Path, report: t.Callable[[st
     finally:
         for emulator in emulators:
             emulator.stop()
+
+
+def owners(
+    args: argparse.Namespace,
+    start: t.Callable[..., EmulatorProcess],
+    tap_run: t.Callable[[EmulatorProcess, Path, Path], tuple[float, int]],
+    workdir: Path,
+    report: t.Callable[[str], None],
+) -> None:
+    """``entitlement_owners`` (one request per app entitlement: a tenant has hundreds) at
+    100 ms per response, as a user runs it (the catalog read first), with ``max_concurrency``
+    8 against 1: what the run's one owner of concurrency buys a per-entitlement stream."""
+    slow = start("owners", "--events", "100", "--apps", str(args.owner_apps), "--latency", "0.1")
+    catalog = catalog_for(slow.config_path, "entitlement_owners", workdir)
+    concurrent = with_settings(slow, workdir, "owners-8", max_concurrency=8)
+    sequential = with_settings(slow, workdir, "owners-1", max_concurrency=1)
+    seq_times, par_times = [], []
+    for _ in range(args.rounds):
+        seq_times.append(tap_run(slow, sequential, catalog)[0])
+        par_times.append(tap_run(slow, concurrent, catalog)[0])
+    by_path = slow.control("stats")["api_requests_by_path"]
+    owners_read = sum(n for path, n in by_path.items() if path.endswith("/owners"))
+    seq_s, par_s = statistics.median(seq_times), statistics.median(par_times)
+    report(
+        f"entitlement_owners: {owners_read} entitlement owner lists and "
+        f"{sum(by_path.values()) - owners_read} other requests a run, 100 ms per response, "
+        f"{args.rounds} rounds alternating"
+    )
+    report(f"  one after another (max_concurrency 1): median {seq_s:.2f} s")
+    report(f"  concurrent        (max_concurrency 8): median {par_s:.2f} s")
+    report(f"  speed-up = {seq_s / par_s:.1f}x   (target >= 6x)")
 
 
 def api_requests(emulator: EmulatorProcess) -> dict[str, int]:
@@ -412,6 +449,7 @@ SECTIONS = (
     "feed",
     "rss",
     "exclusions",
+    "owners",
     "discovery",
     "e2e",
     "backfill",
@@ -442,6 +480,9 @@ def main() -> None:
     )
     parser.add_argument("--rounds", type=int, default=3, help="alternations of each comparison")
     parser.add_argument("--entitlements", type=int, default=200)
+    parser.add_argument(
+        "--owner-apps", type=int, default=60, help="apps of the owners section's catalog"
+    )
     parser.add_argument(
         "--only",
         type=lambda text: text.split(","),
@@ -525,7 +566,7 @@ def main() -> None:
         workdir = Path(tmp)
         if "ratios" in args.only:
             ratios(args, workdir, report)
-        if set(args.only) & {"feed", "rss", "exclusions", "discovery"}:
+        if set(args.only) & {"feed", "rss", "exclusions", "owners", "discovery"}:
             tap_sections(args, workdir, report)
         if "e2e" in args.only:
             end_to_end(args, workdir, report)
