@@ -88,6 +88,8 @@ def test_http_controls(fresh: Emulator) -> None:
         "log_order": "descending",
         "log_retention_days": 0,
         "log_calls": True,
+        "forbidden_operations": [],
+        "absent_operations": [],
     }
     assert fresh.token_lifetime == 5
     assert fresh.log_order == "descending"
