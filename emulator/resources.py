@@ -8,8 +8,8 @@ repositories; AWS: accounts, permission sets and IAM roles, ...), some of them c
 another (``parentAppResourceTypeId``): a child type's resources each sit in a resource of its
 parent type (``parentAppResourceId``), as a repository sits in an organization. The catalog's
 other apps have generic types, or none (the first, which has no entitlement, and one in five
-of the rest); the second of them has fourteen types, more than a page. The app at catalog
-position 1 has a child type of at least thirty resources, more than a page.
+of the rest); the second of them has fourteen types, more than a page. The feed's second
+app (GitHub 1, at catalog position 1) has at least thirty repositories, more than a page.
 
 Most app entitlements sit on one resource of their app (``appResourceId``,
 ``appResourceTypeId``); one in five, and every entitlement of an app without types, is an
