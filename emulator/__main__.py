@@ -172,6 +172,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="answer this operation 404 as an unknown route, as a release that lacks it (named "
         "as for --forbid-operation; --shapes older lacks the v2 owner list anyway); repeatable",
     )
+    p.add_argument(
+        "--inline-app-owners",
+        action="store_true",
+        help="send each App's owners in its appOwners (the Users of its owners endpoint) "
+        "instead of an empty list",
+    )
     p.add_argument("--credential-seed", type=int, default=7)
     p.add_argument("--tenant", default="acme.accessgov.test")
     p.add_argument(
@@ -221,6 +227,7 @@ def main(argv: list[str] | None = None) -> int:
         frozen=args.frozen,
         forbidden_operations=args.forbidden_operations,
         absent_operations=args.absent_operations,
+        inline_app_owners=args.inline_app_owners,
     )
     stop = threading.Event()
 

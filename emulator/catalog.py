@@ -17,7 +17,8 @@ entitlement removed (``Dataset.remove``) leaves the lists; a removed app answers
 
 What other concerns say of these objects comes through the scope the dataset attaches
 (``CatalogScope``): an entitlement's resource (emulator/resources.py), risk level and
-compliance frameworks (attributes.py), an app's owners (``appOwners``, owners.py).
+compliance frameworks (attributes.py), an app's owners (``appOwners``, owners.py; only when
+asked, ``Emulator(inline_app_owners=True)``).
 """
 
 from __future__ import annotations
@@ -290,16 +291,23 @@ def _annotations(rng: random.Random) -> dict[str, str]:
 
 
 def app_object(
-    tenant: Catalog | HasCatalog, position: int, *, emit_unpopulated: bool = True
+    tenant: Catalog | HasCatalog,
+    position: int,
+    *,
+    emit_unpopulated: bool = True,
+    inline_owners: bool = False,
 ) -> dict[str, Any]:
     """The App at ``position`` of the catalog in the service's newest shape, every field
-    present (EmitUnpopulated); its owners (``appOwners``, the Users its owners endpoint
-    lists) with every field too, or, with ``emit_unpopulated`` False, as the directory sends
-    them when it omits unset fields."""
+    present (EmitUnpopulated). ``appOwners`` is ``[]`` unless ``inline_owners``: then the
+    Users its owners endpoint lists, with every field too or, with ``emit_unpopulated``
+    False, as the directory sends them when it omits unset fields. (Whether the list fills
+    this read-only field is not documented; filled, it carries people's personal data.)"""
     catalog = _catalog_of(tenant)
-    owners = catalog.scope.app_owners(position) if catalog.scope is not None else []
-    if emit_unpopulated:
-        owners = [unpopulated.filled(user, unpopulated.USER) for user in owners]
+    owners = []
+    if inline_owners and catalog.scope is not None:
+        owners = catalog.scope.app_owners(position)
+        if emit_unpopulated:
+            owners = [unpopulated.filled(user, unpopulated.USER) for user in owners]
     app = catalog.apps[position]
     rng = random.Random(f"{catalog.seed.value}:catalog-app:{position}")
     # The fields of the newest release draw from their own sequence: the others keep their
@@ -400,12 +408,21 @@ def app_entitlement_object(tenant: Catalog | HasCatalog, position: int, k: int) 
 
 
 def list_apps(
-    catalog: Catalog, tokens: PageTokens, query: dict[str, list[str]], emit_unpopulated: bool
+    catalog: Catalog,
+    tokens: PageTokens,
+    query: dict[str, list[str]],
+    emit_unpopulated: bool,
+    inline_owners: bool = False,
 ) -> dict[str, Any]:
-    """One page of ``GET /api/v1/apps``."""
+    """One page of ``GET /api/v1/apps`` (``inline_owners``: see ``app_object``)."""
     listed = catalog.current_apps()
     positions, next_token = page_range(tokens, digest_of(["apps"]), query, len(listed))
-    apps = [app_object(catalog, listed[n], emit_unpopulated=emit_unpopulated) for n in positions]
+    apps = [
+        app_object(
+            catalog, listed[n], emit_unpopulated=emit_unpopulated, inline_owners=inline_owners
+        )
+        for n in positions
+    ]
     if not emit_unpopulated:
         apps = [unpopulated.stripped(app) for app in apps]
     return list_page(apps, next_token, emit_unpopulated, expanded=False)

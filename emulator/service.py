@@ -171,8 +171,12 @@ class Settings:
         frozen: bool = False,
         forbidden_operations: Iterable[str] = (),
         absent_operations: Iterable[str] = (),
+        inline_app_owners: bool = False,
     ) -> None:
         self._frozen = frozen
+        # Whether an App's ``appOwners`` carries its owners (the Users of
+        # ``GET /api/v1/apps/{id}/owners``) or is sent empty: undocumented either way.
+        self.inline_app_owners = inline_app_owners
         # A client without the permission for these operations: answered 403
         # (permission_denied), as the service answers a key whose role may not call them.
         self.forbidden_operations = forbidden_operations
@@ -338,6 +342,10 @@ class Settings:
             if not isinstance(flag := changes["log_calls"], bool):
                 raise ValueError("log_calls must be true or false")
             self.log_calls = flag
+        if "inline_app_owners" in changes:
+            if not isinstance(flag := changes["inline_app_owners"], bool):
+                raise ValueError("inline_app_owners must be true or false")
+            self.inline_app_owners = flag
         for name in ("forbidden_operations", "absent_operations"):
             if name in changes:
                 if not isinstance(names := changes[name], list):
@@ -356,6 +364,7 @@ class Settings:
             "log_calls": self.log_calls,
             "forbidden_operations": self.forbidden_operations.listed(),
             "absent_operations": self.absent_operations.listed(),
+            "inline_app_owners": self.inline_app_owners,
         }
 
 
@@ -452,6 +461,7 @@ class FrozenAnswers:
             settings.exclusions_ignore_page_token,
             settings.forbidden_operations.names,
             settings.absent_operations.names,
+            settings.inline_app_owners,
         )
         body = self._bodies.get(key)
         if body is None:  # two threads may build the same body: the same bytes, kept once
@@ -598,7 +608,13 @@ class Service:
         if path == APPS_PATH:
             if method != "GET":
                 raise method_not_allowed("GET")
-            page = list_apps(self.dataset.catalog, self.page_tokens, query, emit_catalog)
+            page = list_apps(
+                self.dataset.catalog,
+                self.page_tokens,
+                query,
+                emit_catalog,
+                inline_owners=self.settings.inline_app_owners,
+            )
             return shapes.apps(page, release)
         if catalog_match := APP_ENTITLEMENTS.fullmatch(path):
             if method != "GET":
@@ -660,7 +676,13 @@ class Service:
         if path == SEARCH_GRANTS_PATH:
             if method != "POST":
                 raise method_not_allowed("POST")
-            return search_grants(self.dataset.grants, self.page_tokens, request.body, emit)
+            return search_grants(
+                self.dataset.grants,
+                self.page_tokens,
+                request.body,
+                emit,
+                inline_owners=self.settings.inline_app_owners,
+            )
         if path == PAST_GRANTS_PATH:
             if method != "POST":
                 raise method_not_allowed("POST")

@@ -90,6 +90,7 @@ def test_http_controls(fresh: Emulator) -> None:
         "log_calls": True,
         "forbidden_operations": [],
         "absent_operations": [],
+        "inline_app_owners": False,
     }
     assert fresh.token_lifetime == 5
     assert fresh.log_order == "descending"

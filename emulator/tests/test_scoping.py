@@ -191,9 +191,9 @@ def test_owners_page_as_the_truth(api, emu: Emulator, ds: Dataset) -> None:
     assert all(directory[user["id"]] == user for user in everyone)
     assert sum(1 for user in everyone if departed(user)) > len(everyone) // 20
     assert any(user.get("directoryStatus") == "DISABLED" for user in everyone)
-    # an app's inline appOwners are its owners
+    # by default an app's inline appOwners are empty, as before (see the next test)
     apps = listed(api, f"{emu.url}/api/v1/apps", page_size=100)
-    assert {app["id"]: app["appOwners"] for app in apps} == app_owners
+    assert all(app["appOwners"] == [] for app in apps)
     # the v2 list's roles, and its role_slug filter
     slugs = Counter(o["roleSlug"] for found in owner_users.values() for o in found)
     assert set(slugs) == {"owner", "backup-owner"}
@@ -205,6 +205,30 @@ def test_owners_page_as_the_truth(api, emu: Emulator, ds: Dataset) -> None:
     assert listed(api, url, roleSlug="nobody") == []
     twice = api.get(url, params={"role_slug": "owner", "roleSlug": "owner"}, timeout=10)
     assert twice.status_code == 400
+
+
+def test_apps_carry_their_owners_inline_when_asked(fresh: Emulator) -> None:
+    """``inline_app_owners``: an App's ``appOwners`` are the Users its owners endpoint lists,
+    in the apps' list and in a grants search's expanded apps, in every field shape."""
+    api, ds = login(fresh), fresh.dataset
+    control = f"{fresh.url}/_emulator/settings"
+    answer = requests.post(control, json={"inline_app_owners": True}, timeout=10)
+    assert answer.json()["inline_app_owners"] is True
+    apps = listed(api, f"{fresh.url}/api/v1/apps", page_size=100)
+    assert {app["id"]: app["appOwners"] for app in apps} == ds.app_owners()
+    assert {app["id"]: app["appOwners"] for app in apps} == {
+        app.id: listed(api, app_url(fresh, app.id, "/owners")) for app in ds.catalog_apps
+    }
+    search = {"appIds": ds.apps[:1], "expandMask": {"paths": ["app_id"]}}
+    expanded = api.post(f"{fresh.url}/api/v1/search/grants", json=search, timeout=10).json()
+    assert expanded["expanded"][0]["appOwners"] == ds.app_owners()[ds.apps[0]]
+    fresh.shapes = "older"
+    owners = [u for app in listed(api, f"{fresh.url}/api/v1/apps") for u in app["appOwners"]]
+    assert owners
+    assert not any("origin" in user for user in owners)
+    assert requests.post(control, json={"inline_app_owners": 1}, timeout=10).status_code == 400
+    assert parse_args(["--inline-app-owners"]).inline_app_owners is True
+    assert parse_args([]).inline_app_owners is False
 
 
 def test_an_owner_removed_from_the_directory_stays_an_owner(fresh: Emulator) -> None:
@@ -501,7 +525,9 @@ def test_a_frozen_emulator_keeps_the_answers_and_still_applies_the_variants() ->
 
 @pytest.mark.parametrize("emit", [None, True, False], ids=["default", "emitted", "omitted"])
 def test_unset_fields_are_sent_empty_or_omitted(emit: bool | None) -> None:
-    with Emulator(small_dataset(events=200), credential=CRED, emit_unpopulated=emit) as emu:
+    with Emulator(
+        small_dataset(events=200), credential=CRED, emit_unpopulated=emit, inline_app_owners=True
+    ) as emu:
         api, ds = login(emu), emu.dataset
         urls = operation_urls(emu, ds)
         pages = {name: api.get(url, timeout=10).json() for name, url in urls.items()}
@@ -642,6 +668,13 @@ def unchanged_bodies(emu: Emulator) -> str:
     ):
         bodies.append(api.post(emu.url + path, json=search, timeout=30).content)
     bodies.append(api.get(f"{emu.url}/api/v1/access_reviews", timeout=10).content)
+    query: dict[str, Any] = {"page_size": 100}  # apps: appOwners stay [] by default
+    while True:
+        apps = api.get(f"{emu.url}/api/v1/apps", params=query, timeout=10)
+        bodies.append(apps.content)
+        if not (token := apps.json()["nextPageToken"]):
+            break
+        query["page_token"] = token
     bodies.append(api.get(app_url(emu, ds.apps[0], "/app_users"), timeout=10).content)
     return hashlib.sha256(b"".join(bodies)).hexdigest()[:16]
 
@@ -662,7 +695,7 @@ BEFORE = {
     "apps": "f441430bb1a3b4c8",
     "entitlements": "55862f3c229c6f8a",
 }
-BODIES_BEFORE = "d6ba4f907d7450bc"
+BODIES_BEFORE = "fd9328cadbd971e0"
 
 
 def test_the_rest_of_the_tenant_is_unchanged_by_the_new_data() -> None:
