@@ -153,6 +153,31 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="the data never changes and no call is logged, so each answer is built once and "
         "kept: a server that costs next to nothing to read again (the benchmarks' baseline)",
     )
+    p.add_argument(
+        "--forbid-operation",
+        dest="forbidden_operations",
+        action="append",
+        default=[],
+        metavar="OPERATION",
+        help="answer this operation 403 permission_denied, as to a key whose role may not call "
+        "it: its name as the system log gives it (c1.api.iam.v1.Roles/List), its path "
+        "(/api/v1/iam/roles) or a path template (/api/v1/apps/{app_id}/owners); repeatable",
+    )
+    p.add_argument(
+        "--absent-operation",
+        dest="absent_operations",
+        action="append",
+        default=[],
+        metavar="OPERATION",
+        help="answer this operation 404 as an unknown route, as a release that lacks it (named "
+        "as for --forbid-operation; --shapes older lacks the v2 owner list anyway); repeatable",
+    )
+    p.add_argument(
+        "--inline-app-owners",
+        action="store_true",
+        help="send each App's owners in its appOwners (the Users of its owners endpoint) "
+        "instead of an empty list",
+    )
     p.add_argument("--credential-seed", type=int, default=7)
     p.add_argument("--tenant", default="acme.accessgov.test")
     p.add_argument(
@@ -200,6 +225,9 @@ def main(argv: list[str] | None = None) -> int:
         log_retention_days=args.log_retention_days,
         log_calls=not args.frozen,
         frozen=args.frozen,
+        forbidden_operations=args.forbidden_operations,
+        absent_operations=args.absent_operations,
+        inline_app_owners=args.inline_app_owners,
     )
     stop = threading.Event()
 

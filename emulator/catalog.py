@@ -14,6 +14,11 @@ string (``page_size``, ``page_token``), 404 for an unknown app. The catalog agre
 feed (the same ids and display names as its expanded objects) and with the exclusions
 (``isAutomationEnabled`` is on for every entitlement that has exclusions). An app or app
 entitlement removed (``Dataset.remove``) leaves the lists; a removed app answers 404.
+
+What other concerns say of these objects comes through the scope the dataset attaches
+(``CatalogScope``): an entitlement's resource (emulator/resources.py), risk level and
+compliance frameworks (attributes.py), an app's owners (``appOwners``, owners.py; only when
+asked, ``Emulator(inline_app_owners=True)``).
 """
 
 from __future__ import annotations
@@ -43,6 +48,16 @@ PURPOSES = (
     "APP_ENTITLEMENT_PURPOSE_VALUE_DELEGATION",  # newer than the description: pass it through
 )
 AppEntitlementKey = tuple[int, int]  # (position in the catalog, entitlement index)
+
+
+class CatalogScope(Protocol):
+    """What the tenant's other concerns say of the catalog's objects: where an entitlement
+    sits and how it is rated (resources, attributes) and who owns an app (owners). The
+    dataset attaches it (``Catalog.attach_scope``); without it those fields stay empty."""
+
+    def entitlement_fields(self, position: int, k: int) -> dict[str, Any]: ...
+
+    def app_owners(self, position: int) -> list[dict[str, Any]]: ...
 
 
 @dataclass(frozen=True)
@@ -85,6 +100,12 @@ class Catalog:
         # What remove() deleted on the service since (restore() brings it back).
         self._removed_apps: set[int] = set()
         self._removed_entitlements: set[AppEntitlementKey] = set()
+        self.scope: CatalogScope | None = None
+
+    def attach_scope(self, scope: CatalogScope) -> None:
+        """The concerns that fill the entitlements' resource and rating fields and the apps'
+        owners (built after the catalog, from it)."""
+        self.scope = scope
 
     def _build_feed_apps(self, count: int) -> list[App]:
         rng = random.Random(f"{self.seed.value}:catalog")
@@ -205,6 +226,11 @@ class Catalog:
         index = self.catalog_entitlement(app_id, entitlement_id)
         return index is not None and self.entitlement_exists(*index)
 
+    def current_position(self, app_id: str) -> int | None:
+        """The catalog position of an app the service lists now (None: unknown or removed)."""
+        position = self._position.get(app_id)
+        return None if position is None or position in self._removed_apps else position
+
     def current_apps(self) -> list[int]:
         """Catalog positions of the apps the service lists now (removed ones left out)."""
         return [p for p in range(len(self.apps)) if p not in self._removed_apps]
@@ -264,10 +290,24 @@ def _annotations(rng: random.Random) -> dict[str, str]:
     return annotations
 
 
-def app_object(tenant: Catalog | HasCatalog, position: int) -> dict[str, Any]:
+def app_object(
+    tenant: Catalog | HasCatalog,
+    position: int,
+    *,
+    emit_unpopulated: bool = True,
+    inline_owners: bool = False,
+) -> dict[str, Any]:
     """The App at ``position`` of the catalog in the service's newest shape, every field
-    present (EmitUnpopulated)."""
+    present (EmitUnpopulated). ``appOwners`` is ``[]`` unless ``inline_owners``: then the
+    Users its owners endpoint lists, with every field too or, with ``emit_unpopulated``
+    False, as the directory sends them when it omits unset fields. (Whether the list fills
+    this read-only field is not documented; filled, it carries people's personal data.)"""
     catalog = _catalog_of(tenant)
+    owners = []
+    if inline_owners and catalog.scope is not None:
+        owners = catalog.scope.app_owners(position)
+        if emit_unpopulated:
+            owners = [unpopulated.filled(user, unpopulated.USER) for user in owners]
     app = catalog.apps[position]
     rng = random.Random(f"{catalog.seed.value}:catalog-app:{position}")
     # The fields of the newest release draw from their own sequence: the others keep their
@@ -280,7 +320,7 @@ def app_object(tenant: Catalog | HasCatalog, position: int) -> dict[str, Any]:
         "annotations": _annotations(newest),
         "appAccountId": f"acct-{rng.randrange(10**6):06d}" if rng.random() < 0.7 else "",
         "appAccountName": f"{app.display_name} production" if rng.random() < 0.7 else "",
-        "appOwners": [],
+        "appOwners": owners,
         "appUserMapper": {"appId": app.id, "mappingCases": []} if matched else None,
         "certifyPolicyId": _policy_id(rng, "certify"),
         "connectorVersion": rng.choice((0, 1, 2, 3)),
@@ -357,6 +397,8 @@ def app_entitlement_object(tenant: Catalog | HasCatalog, position: int, k: int) 
         "systemBuiltin": False,
         "userEditedMask": "displayName,description" if newest.random() < 0.1 else None,
     }
+    if catalog.scope is not None:  # its resource, risk level and frameworks
+        entitlement.update(catalog.scope.entitlement_fields(position, k))
     # The oneof max_grant_duration: exactly one member is set.
     if rng.random() < 0.3:
         entitlement["durationGrant"] = f"{rng.choice((3600, 86_400, 604_800))}s"
@@ -366,12 +408,21 @@ def app_entitlement_object(tenant: Catalog | HasCatalog, position: int, k: int) 
 
 
 def list_apps(
-    catalog: Catalog, tokens: PageTokens, query: dict[str, list[str]], emit_unpopulated: bool
+    catalog: Catalog,
+    tokens: PageTokens,
+    query: dict[str, list[str]],
+    emit_unpopulated: bool,
+    inline_owners: bool = False,
 ) -> dict[str, Any]:
-    """One page of ``GET /api/v1/apps``."""
+    """One page of ``GET /api/v1/apps`` (``inline_owners``: see ``app_object``)."""
     listed = catalog.current_apps()
     positions, next_token = page_range(tokens, digest_of(["apps"]), query, len(listed))
-    apps = [app_object(catalog, listed[n]) for n in positions]
+    apps = [
+        app_object(
+            catalog, listed[n], emit_unpopulated=emit_unpopulated, inline_owners=inline_owners
+        )
+        for n in positions
+    ]
     if not emit_unpopulated:
         apps = [unpopulated.stripped(app) for app in apps]
     return list_page(apps, next_token, emit_unpopulated, expanded=False)

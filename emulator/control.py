@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import ssl
 import threading
+from collections.abc import Iterable
 from types import TracebackType
 from typing import Any
 
@@ -44,10 +45,16 @@ class Emulator(Settings):
         log_retention_days: int = 0,
         log_calls: bool = True,
         frozen: bool = False,
+        forbidden_operations: Iterable[str] = (),
+        absent_operations: Iterable[str] = (),
+        inline_app_owners: bool = False,
     ) -> None:
         """``frozen``: the data never changes (the controls that change it refuse) and no
         call is logged (``log_calls`` must be False), so each answer is built once and kept
-        (service.FrozenAnswers): for an emulator that many runs only read."""
+        (service.FrozenAnswers): for an emulator that many runs only read.
+        ``forbidden_operations``: operations a client may not call (403), ``absent_operations``
+        operations the release lacks (404), by name or path (service.Operations).
+        ``inline_app_owners``: an App's ``appOwners`` carries its owners (default ``[]``)."""
         super().__init__(
             frozen=frozen,
             token_lifetime=token_lifetime,
@@ -60,6 +67,9 @@ class Emulator(Settings):
             log_order=log_order,
             log_retention_days=log_retention_days,
             log_calls=log_calls,
+            forbidden_operations=forbidden_operations,
+            absent_operations=absent_operations,
+            inline_app_owners=inline_app_owners,
         )
         self.service = Service(
             dataset if dataset is not None else Dataset(),

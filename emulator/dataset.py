@@ -4,9 +4,11 @@ ground truth tests compare a client's output with.
 Each concern keeps its data and its endpoint's answers in the module named for it: the catalog
 (emulator/catalog.py), users (users.py), automation exclusions (exclusions.py), grant
 lifecycles (lifecycle.py), the grant feed (feed.py), the directory (directory.py), accounts
-(accounts.py) and the grants held now (grants.py). ``Dataset`` builds them in dependency
-order and answers the questions a test asks of the whole tenant; ``remove``/``restore`` route
-an administrator's deletion to the concern that owns it.
+(accounts.py), the grants held now (grants.py), and what an audit is scoped by: resources
+(resources.py), attributes (attributes.py), owners (owners.py), the service's roles (iam.py)
+and connectors (connectors.py). ``Dataset`` builds them in dependency order and answers the
+questions a test asks of the whole tenant; ``remove``/``restore`` route an administrator's
+deletion to the concern that owns it.
 """
 
 from __future__ import annotations
@@ -17,12 +19,18 @@ from typing import Any
 
 from emulator import lifecycle
 from emulator.accounts import Account, Accounts
+from emulator.attributes import TYPES as ATTRIBUTE_TYPES
+from emulator.attributes import Attributes
 from emulator.catalog import App, Catalog
+from emulator.connectors import Connectors
 from emulator.directory import Directory, DirectoryUser
 from emulator.exclusions import Exclusions
 from emulator.feed import DISTRIBUTIONS, ORDERS, Event, GrantFeed
 from emulator.grants import CurrentGrant, CurrentGrants
+from emulator.iam import IamRoles
+from emulator.owners import Owners
 from emulator.past_grants import PastGrant, PastGrants
+from emulator.resources import Resources
 from emulator.reviews import AccessReviews
 from emulator.seed import Seed
 from emulator.system_log import DAY as DAY_NS
@@ -37,6 +45,28 @@ def _end_default() -> datetime:
     between the last initial event and now for events added at run time."""
     now = datetime.now(UTC)
     return now.replace(minute=0, second=0, microsecond=0) - timedelta(hours=1)
+
+
+class _CatalogScope:
+    """The catalog's fields that other concerns own: where an entitlement sits (resources),
+    how it is rated (attributes) and who owns an app (owners)."""
+
+    def __init__(self, resources: Resources, attributes: Attributes, owners: Owners) -> None:
+        self.resources = resources
+        self.attributes = attributes
+        self.owners = owners
+
+    def entitlement_fields(self, position: int, k: int) -> dict[str, Any]:
+        count = len(self.resources.catalog.apps[position].entitlement_ids)
+        rating = self.attributes.ratings(position, count)[k]
+        return {
+            **self.resources.placement(position, k),
+            "riskLevelValueId": rating.risk_level,
+            "complianceFrameworkValueIds": list(rating.frameworks),
+        }
+
+    def app_owners(self, position: int) -> list[dict[str, Any]]:
+        return self.owners.app_users(position)
 
 
 class Dataset:
@@ -109,6 +139,15 @@ class Dataset:
         # Accounts and the grants held now (the feed's, and those made before it: by default
         # one for every eight events, about as many as the feed holds at its end).
         self.directory = Directory(key, self.users, extra=users)
+        # What an audit is scoped by: the apps' resources, the attributes entitlements are
+        # rated with, owners, the service's roles and the apps' connectors. Each draws from
+        # generators of its own, so everything above keeps its values.
+        self.resources = Resources(key, self.catalog)
+        self.attributes = Attributes(key, self.end_ns)
+        self.owners = Owners(key, self.catalog, self.directory)
+        self.iam = IamRoles(key, self.end_ns)
+        self.connections = Connectors(key, self.catalog, self.resources, self.directory)
+        self.catalog.attach_scope(_CatalogScope(self.resources, self.attributes, self.owners))
         self.accounts = Accounts(key, self.catalog, self.users)
         self.grants = CurrentGrants(
             key,
@@ -221,6 +260,58 @@ class Dataset:
         """Ground truth: every grant period that ended, the feed's and those over before it
         began, by history id (what search/past-grants answers)."""
         return self.past.ended()
+
+    # ----- what an audit is scoped by ---------------------------------------------------------
+    # Each returns the objects its endpoint serves by default (unset fields sent empty), of
+    # the apps and entitlements listed now.
+
+    def app_resource_types(self) -> list[dict[str, Any]]:
+        """Ground truth: every AppResourceType, app by app in catalog order."""
+        return self.resources.types_truth()
+
+    def app_resources(self) -> list[dict[str, Any]]:
+        """Ground truth: every AppResource, app by app, type by type."""
+        return self.resources.resources_truth()
+
+    def app_owners(self) -> dict[str, list[dict[str, Any]]]:
+        """Ground truth: each app's owners (Users; an empty list: nobody owns it)."""
+        return self.owners.apps_truth()
+
+    def entitlement_owners(self) -> dict[tuple[str, str], list[dict[str, Any]]]:
+        """Ground truth: each (app id, entitlement id), its own owners (Users)."""
+        return self.owners.entitlements_truth()
+
+    def entitlement_owner_users(self) -> dict[tuple[str, str], list[dict[str, Any]]]:
+        """Ground truth: each (app id, entitlement id), its owners as the v2 list sends
+        them (AppEntitlementOwnerUser: ``appId``, ``entitlementId``, ``roleSlug``,
+        ``createdAt``, ``user``)."""
+        return self.owners.owner_users_truth()
+
+    def attribute_types(self) -> list[dict[str, Any]]:
+        """Ground truth: every AttributeType (``id``, ``name``)."""
+        return [self.attributes.type_record(t) for t in range(len(ATTRIBUTE_TYPES))]
+
+    def attribute_values(self, attribute_type_id: str | None = None) -> list[dict[str, Any]]:
+        """Ground truth: every AttributeValue, type by type (or of one type)."""
+        return [
+            value
+            for t, type_id in enumerate(self.attributes.type_ids)
+            if attribute_type_id in (None, type_id)
+            for value in self.attributes.values(t)
+        ]
+
+    def iam_roles(self) -> list[dict[str, Any]]:
+        """Ground truth: every Role of the service, in the order it lists them."""
+        return self.iam.records()
+
+    def connectors(self) -> list[dict[str, Any]]:
+        """Ground truth: every Connector, app by app in catalog order."""
+        return self.connections.truth()
+
+    def connector_secrets(self) -> list[str]:
+        """Every secret string of every connector (its configuration's credentials, its
+        ``downloadUrl``'s signature and token): none may reach a client's output."""
+        return self.connections.secrets()
 
     # ----- the system log ----------------------------------------------------------------------
 

@@ -57,6 +57,12 @@ class Directory:
         """A user's account in app ``a`` (an attribute's source): none for the extra people."""
         return self.users.app_user_id(a, u) if u < self._first_extra else ""
 
+    @property
+    def people(self) -> int:
+        """How many people the directory knows, removed ones included: user indexes
+        ``0 .. people - 1``."""
+        return self._first_extra + len(self._extra)
+
     def listed(self) -> list[int]:
         """The user indexes the directory lists now, in server order."""
         users = [u for u in range(self._first_extra) if not self.users.is_removed(u)]

@@ -327,9 +327,14 @@ def _entitlement_matches(grants: CurrentGrants, search: _Search, a: int, k: int)
 
 
 def search_grants(
-    grants: CurrentGrants, tokens: PageTokens, body: bytes, emit_unpopulated: bool
+    grants: CurrentGrants,
+    tokens: PageTokens,
+    body: bytes,
+    emit_unpopulated: bool,
+    inline_owners: bool = False,
 ) -> dict[str, Any]:
-    """One page of ``POST /api/v1/search/grants``."""
+    """One page of ``POST /api/v1/search/grants`` (an expanded App's ``appOwners`` as
+    ``GET /api/v1/apps`` sends them, see catalog.app_object)."""
     search, page_size, page_token = _parse_search(body)
     digest = digest_of(["search_grants", *search])
     start = tokens.decode(page_token, digest) if page_token else 0
@@ -350,7 +355,10 @@ def search_grants(
             if a not in app_paths:
                 app_paths[a] = f"$.expanded[{len(expanded)}]"
                 expanded.append(
-                    {"@type": TYPE_PREFIX + "app.v1.App", **app_object(grants.catalog, a)}
+                    {
+                        "@type": TYPE_PREFIX + "app.v1.App",
+                        **app_object(grants.catalog, a, inline_owners=inline_owners),
+                    }
                 )
             app_path = app_paths[a]
         items.append(

@@ -14,15 +14,23 @@ import re
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import unquote
 
 from emulator import auth, shapes
 from emulator.accounts import list_app_users
+from emulator.attributes import (
+    COMPLIANCE_FRAMEWORK,
+    RISK_LEVEL,
+    list_attribute_types,
+    list_attribute_values,
+    list_type_values,
+)
 from emulator.auth import TOKEN_PATH, Credential
 from emulator.catalog import list_app_entitlements, list_apps
+from emulator.connectors import list_connectors
 from emulator.dataset import Dataset
 from emulator.directory import list_users
 from emulator.errors import NOT_FOUND, ApiError, canned, method_not_allowed
@@ -30,8 +38,11 @@ from emulator.exclusions import list_automation_exclusions
 from emulator.faults import Fault, Faults
 from emulator.feed import search_grant_feed
 from emulator.grants import list_entitlement_users, search_grants
+from emulator.iam import list_roles
+from emulator.owners import list_app_owners, list_entitlement_owner_users, list_entitlement_owners
 from emulator.paging import PageTokens
 from emulator.past_grants import search_past_grants
+from emulator.resources import list_resource_types, list_resources
 from emulator.reviews import list_access_reviews
 from emulator.server import Request, json_body
 from emulator.system_log import ORDERS as LOG_ORDERS
@@ -50,6 +61,18 @@ ENTITLEMENT_USERS = re.compile(r"/api/v1/apps/([^/]+)/entitlements/([^/]+)/users
 SEARCH_GRANTS_PATH = "/api/v1/search/grants"
 PAST_GRANTS_PATH = "/api/v1/search/past-grants"
 SYSTEM_LOG_PATH = "/api/v1/systemlog/events"
+RESOURCE_TYPES = re.compile(r"/api/v1/apps/([^/]+)/resource_types")
+RESOURCES = re.compile(r"/api/v1/apps/([^/]+)/resource_types/([^/]+)/resources")
+APP_OWNERS = re.compile(r"/api/v1/apps/([^/]+)/owners")
+ENTITLEMENT_OWNERS = re.compile(r"/api/v1/apps/([^/]+)/entitlements/([^/]+)/owners")
+OWNER_USERS = re.compile(r"/api/v2/apps/([^/]+)/entitlements/([^/]+)/owners/users")
+ATTRIBUTE_TYPES_PATH = "/api/v1/attributes/types"
+ATTRIBUTE_VALUES = re.compile(r"/api/v1/attributes/types/([^/]+)/values")
+RISK_LEVELS_PATH = "/api/v1/attributes/risk_levels"
+COMPLIANCE_FRAMEWORKS_PATH = "/api/v1/attributes/compliance_frameworks"
+IAM_ROLES_PATH = "/api/v1/iam/roles"
+CONNECTORS = re.compile(r"/api/v1/apps/([^/]+)/connectors")
+OWNER_USERS_OPERATION = "c1.api.app.v2.AppEntitlementOwners/SearchUserOwners"
 # The operation the system log names for a read of each endpoint (the vendor's names).
 OPERATIONS = (
     (FEED_PATH, "c1.api.app.v1.AppEntitlementUserBindingService/SearchGrantFeed"),
@@ -64,7 +87,20 @@ OPERATIONS = (
     (SEARCH_GRANTS_PATH, "c1.api.app.v1.AppEntitlementSearchService/SearchGrants"),
     (PAST_GRANTS_PATH, "c1.api.app.v1.AppEntitlementUserBindingService/SearchPastGrants"),
     (SYSTEM_LOG_PATH, "c1.api.systemlog.v1.SystemLogService/ListEvents"),
+    (RESOURCE_TYPES, "c1.api.app.v1.AppResourceTypeService/List"),
+    (RESOURCES, "c1.api.app.v1.AppResourceService/List"),
+    (APP_OWNERS, "c1.api.app.v1.AppOwners/List"),
+    (ENTITLEMENT_OWNERS, "c1.api.app.v1.AppEntitlementOwners/List"),
+    (OWNER_USERS, OWNER_USERS_OPERATION),
+    (ATTRIBUTE_TYPES_PATH, "c1.api.attribute.v1.Attributes/ListAttributeTypes"),
+    (ATTRIBUTE_VALUES, "c1.api.attribute.v1.Attributes/ListAttributeValues"),
+    (RISK_LEVELS_PATH, "c1.api.attribute.v1.Attributes/ListRiskLevels"),
+    (COMPLIANCE_FRAMEWORKS_PATH, "c1.api.attribute.v1.Attributes/ListComplianceFrameworks"),
+    (IAM_ROLES_PATH, "c1.api.iam.v1.Roles/List"),
+    (CONNECTORS, "c1.api.app.v1.ConnectorService/List"),
 )
+# What an older release lacks (``shapes="older"``): it answers them as an unknown route.
+NEWER_OPERATIONS = frozenset({OWNER_USERS_OPERATION})
 
 
 def operation_of(path: str) -> str:
@@ -73,6 +109,46 @@ def operation_of(path: str) -> str:
         if route == path if isinstance(route, str) else route.fullmatch(path):
             return operation
     return path
+
+
+class Operations:
+    """A set of the service's operations, each named by the vendor's name (as the system log
+    names it, e.g. ``c1.api.iam.v1.Roles/List``), by a path (``/api/v1/iam/roles``) or by a
+    path template whose ``{...}`` parts stand for any one segment
+    (``/api/v1/apps/{app_id}/owners``): which ones a client may not call, or a release lacks."""
+
+    def __init__(self, names: Iterable[str] = ()) -> None:
+        if isinstance(names, str):
+            raise ValueError("operations must be a list of names or paths, not one string")
+        known = {operation for _, operation in OPERATIONS}
+        self.names: frozenset[str] = frozenset(names)
+        patterns = []
+        for name in self.names:
+            if not isinstance(name, str) or not (name in known or name.startswith("/api/")):
+                raise ValueError(
+                    f"unknown operation {name!r}: name one as the system log does "
+                    "(c1.api.iam.v1.Roles/List), or by its path (/api/v1/iam/roles)"
+                )
+            if "{" in name:
+                parts = re.split(r"\{[^/{}]*\}", name)
+                patterns.append(re.compile("[^/]+".join(map(re.escape, parts))))
+        self._patterns = tuple(patterns)
+
+    def __bool__(self) -> bool:
+        return bool(self.names)
+
+    def __contains__(self, path: object) -> bool:
+        """Whether a request of ``path`` calls one of these operations."""
+        if not self.names or not isinstance(path, str):
+            return False
+        return (
+            path in self.names
+            or operation_of(path) in self.names
+            or any(pattern.fullmatch(path) for pattern in self._patterns)
+        )
+
+    def listed(self) -> list[str]:
+        return sorted(self.names)
 
 
 class Settings:
@@ -93,8 +169,20 @@ class Settings:
         log_retention_days: int = 0,
         log_calls: bool = True,
         frozen: bool = False,
+        forbidden_operations: Iterable[str] = (),
+        absent_operations: Iterable[str] = (),
+        inline_app_owners: bool = False,
     ) -> None:
         self._frozen = frozen
+        # Whether an App's ``appOwners`` carries its owners (the Users of
+        # ``GET /api/v1/apps/{id}/owners``) or is sent empty: undocumented either way.
+        self.inline_app_owners = inline_app_owners
+        # A client without the permission for these operations: answered 403
+        # (permission_denied), as the service answers a key whose role may not call them.
+        self.forbidden_operations = forbidden_operations
+        # A release that lacks these operations: answered 404 as an unknown route (an
+        # ``older`` release also lacks the v2 owner list, NEWER_OPERATIONS).
+        self.absent_operations = absent_operations
         self.token_lifetime = token_lifetime
         self.latency = latency
         # Answer every exclusions request with the first page and the same token, like a
@@ -123,6 +211,28 @@ class Settings:
         """The data never changes and no call is logged, so each answer is built once
         (FrozenAnswers): fixed for the emulator's life."""
         return self._frozen
+
+    @property
+    def forbidden_operations(self) -> Operations:
+        return self._forbidden_operations
+
+    @forbidden_operations.setter
+    def forbidden_operations(self, names: Iterable[str]) -> None:
+        self._forbidden_operations = Operations(names)
+
+    @property
+    def absent_operations(self) -> Operations:
+        return self._absent_operations
+
+    @absent_operations.setter
+    def absent_operations(self, names: Iterable[str]) -> None:
+        self._absent_operations = Operations(names)
+
+    def lacks(self, path: str) -> bool:
+        """Whether the release served lacks the operation of ``path`` (404 as unknown)."""
+        return path in self.absent_operations or (
+            self.shapes == "older" and operation_of(path) in NEWER_OPERATIONS
+        )
 
     @property
     def log_calls(self) -> bool:
@@ -232,6 +342,15 @@ class Settings:
             if not isinstance(flag := changes["log_calls"], bool):
                 raise ValueError("log_calls must be true or false")
             self.log_calls = flag
+        if "inline_app_owners" in changes:
+            if not isinstance(flag := changes["inline_app_owners"], bool):
+                raise ValueError("inline_app_owners must be true or false")
+            self.inline_app_owners = flag
+        for name in ("forbidden_operations", "absent_operations"):
+            if name in changes:
+                if not isinstance(names := changes[name], list):
+                    raise ValueError(f"{name} must be a list of operation names or paths")
+                setattr(self, name, names)
         return {
             "latency": self.latency,
             "token_lifetime": self.token_lifetime,
@@ -243,6 +362,9 @@ class Settings:
             "log_order": self.log_order,
             "log_retention_days": self.log_retention_days,
             "log_calls": self.log_calls,
+            "forbidden_operations": self.forbidden_operations.listed(),
+            "absent_operations": self.absent_operations.listed(),
+            "inline_app_owners": self.inline_app_owners,
         }
 
 
@@ -337,6 +459,9 @@ class FrozenAnswers:
             settings.shapes,
             settings.log_order,
             settings.exclusions_ignore_page_token,
+            settings.forbidden_operations.names,
+            settings.absent_operations.names,
+            settings.inline_app_owners,
         )
         body = self._bodies.get(key)
         if body is None:  # two threads may build the same body: the same bytes, kept once
@@ -465,6 +590,10 @@ class Service:
         release the settings name (emulator/shapes.py)."""
         release = self.settings.shapes
         path, method, query = request.path, request.method, request.query
+        if self.settings.lacks(path):
+            raise ApiError(404, NOT_FOUND, "not found")
+        if path in self.settings.forbidden_operations:
+            raise canned(403)
         # None (the default): the catalog sends unset fields empty, as the vendor's Terraform
         # provider says the service does; the feed and the exclusions omit them.
         emit = self.settings.emit_unpopulated is True
@@ -479,7 +608,13 @@ class Service:
         if path == APPS_PATH:
             if method != "GET":
                 raise method_not_allowed("GET")
-            page = list_apps(self.dataset.catalog, self.page_tokens, query, emit_catalog)
+            page = list_apps(
+                self.dataset.catalog,
+                self.page_tokens,
+                query,
+                emit_catalog,
+                inline_owners=self.settings.inline_app_owners,
+            )
             return shapes.apps(page, release)
         if catalog_match := APP_ENTITLEMENTS.fullmatch(path):
             if method != "GET":
@@ -541,7 +676,13 @@ class Service:
         if path == SEARCH_GRANTS_PATH:
             if method != "POST":
                 raise method_not_allowed("POST")
-            return search_grants(self.dataset.grants, self.page_tokens, request.body, emit)
+            return search_grants(
+                self.dataset.grants,
+                self.page_tokens,
+                request.body,
+                emit,
+                inline_owners=self.settings.inline_app_owners,
+            )
         if path == PAST_GRANTS_PATH:
             if method != "POST":
                 raise method_not_allowed("POST")
@@ -559,4 +700,77 @@ class Service:
                 emit_unpopulated=self.settings.emit_unpopulated is True,
             )
             return shapes.system_log(page, self.settings.shapes)
-        raise ApiError(404, NOT_FOUND, "not found")
+        return self._route_scoping(request, emit)
+
+    def _route_scoping(self, request: Request, emit: bool) -> dict[str, Any]:
+        """What an audit is scoped by: resources, owners, attributes, the service's roles and
+        connectors; like the catalog, they send unset fields empty unless told to omit them."""
+        answer = self._scoping_endpoint(request.path, emit)
+        if answer is None:
+            raise ApiError(404, NOT_FOUND, "not found")
+        if request.method != "GET":
+            raise method_not_allowed("GET")
+        return answer(request.query)
+
+    def _scoping_endpoint(
+        self, path: str, emit: bool
+    ) -> Callable[[dict[str, list[str]]], dict[str, Any]] | None:
+        """The endpoint that answers a GET of ``path`` (None: no such route), in the field
+        shapes of the release the settings name."""
+        ds, tokens, release = self.dataset, self.page_tokens, self.settings.shapes
+        if match := RESOURCE_TYPES.fullmatch(path):
+            app_id = _id(match, 1)
+            return lambda query: shapes.resource_types(
+                list_resource_types(ds.resources, tokens, app_id, query, emit), release
+            )
+        if match := RESOURCES.fullmatch(path):
+            app_id, type_id = _id(match, 1), _id(match, 2)
+            return lambda query: shapes.resources(
+                list_resources(ds.resources, tokens, app_id, type_id, query, emit), release
+            )
+        if match := APP_OWNERS.fullmatch(path):
+            app_id = _id(match, 1)
+            return lambda query: shapes.owners(
+                list_app_owners(ds.owners, tokens, app_id, query, emit), release
+            )
+        if match := ENTITLEMENT_OWNERS.fullmatch(path):
+            app_id, entitlement_id = _id(match, 1), _id(match, 2)
+            return lambda query: shapes.owners(
+                list_entitlement_owners(ds.owners, tokens, app_id, entitlement_id, query, emit),
+                release,
+            )
+        if match := OWNER_USERS.fullmatch(path):
+            app_id, entitlement_id = _id(match, 1), _id(match, 2)
+            return lambda query: shapes.owner_users(
+                list_entitlement_owner_users(
+                    ds.owners, tokens, app_id, entitlement_id, query, emit
+                ),
+                release,
+            )
+        if path == ATTRIBUTE_TYPES_PATH:
+            return lambda query: shapes.attribute_types(
+                list_attribute_types(ds.attributes, tokens, query, emit), release
+            )
+        if match := ATTRIBUTE_VALUES.fullmatch(path):
+            type_id = _id(match, 1)
+            return lambda query: shapes.attribute_values(
+                list_attribute_values(ds.attributes, tokens, type_id, query, emit), release
+            )
+        if path in (RISK_LEVELS_PATH, COMPLIANCE_FRAMEWORKS_PATH):
+            key = RISK_LEVEL if path == RISK_LEVELS_PATH else COMPLIANCE_FRAMEWORK
+            return lambda query: shapes.attribute_values(
+                list_type_values(ds.attributes, tokens, key, query, emit), release
+            )
+        if path == IAM_ROLES_PATH:
+            return lambda query: shapes.roles(list_roles(ds.iam, tokens, query, emit), release)
+        if match := CONNECTORS.fullmatch(path):
+            app_id = _id(match, 1)
+            return lambda query: shapes.connectors(
+                list_connectors(ds.connections, tokens, app_id, query, emit), release
+            )
+        return None
+
+
+def _id(match: re.Match[str], group: int) -> str:
+    """A path parameter, as the gateway decodes it."""
+    return unquote(match.group(group))

@@ -11,13 +11,22 @@ sent (``Emulator.shapes``):
 - ``older``: a 2024-2025 release: ``annotations`` a list of protobuf Any objects, and none of
   the fields added since (App ``appUserMapper``, ``enableConnectorSourcedOwnership``,
   ``matchBatonRef``, ``revokeGrantSources``; AppEntitlement ``overrideAccessRequestsDefaults``,
-  ``userEditedMask``; User ``origin``, the sources' ``priority``);
+  ``userEditedMask``; User ``origin``, the sources' ``priority``; AppResource
+  ``accessConfigId``, ``agentTrait``, ``annotations``, ``externalId``, ``nhiDetail``,
+  ``nhiType``, ``profile`` and its view's ``objectPermissions``; Connector
+  ``configUpdatedAt``, ``connectorApiVersion``, ``connectorSyncCronSchedule``,
+  ``parallelSyncWorkerCount``: what the vendor's 2025 Python SDK, 0.17.2, lacks), nor the v2
+  owner list (service.py answers it 404);
 - ``changed``: a release that changed a field's type on every endpoint, as a future one may:
   App ``monthlyCostUsd`` a google.type.Money and ``annotations`` back to a list;
   AppEntitlement ``durationGrant`` a protobuf Duration object and ``sourceConnectorIds`` a
   list; User ``department`` an object, ``createdAt`` epoch seconds, ``profile`` JSON text and
-  ``managerIds`` references; an exclusion's ``appUserId`` an AppUserRef; a grant event's
-  ``ticketId`` a number.
+  ``managerIds`` references (in every list of Users: the directory, exclusions, owners, an
+  app's ``appOwners``); an exclusion's ``appUserId`` an AppUserRef; a grant event's
+  ``ticketId`` a number; AppResource ``grantCount`` a number and ``annotations`` a list;
+  ``createdAt`` epoch seconds on AppResourceType, AttributeValue, Role and the v2 owner;
+  AttributeType ``name`` a localized text object; ConnectorStatus ``status`` the enum's
+  number.
 
 Every answer is built anew for each request, so the changes are made on the answer itself.
 """
@@ -38,6 +47,28 @@ NEWER_APP_FIELDS = (
     "revokeGrantSources",
 )
 NEWER_ENTITLEMENT_FIELDS = ("overrideAccessRequestsDefaults", "userEditedMask")
+NEWER_RESOURCE_FIELDS = (
+    "accessConfigId",
+    "agentTrait",
+    "annotations",
+    "externalId",
+    "nhiDetail",
+    "nhiType",
+    "profile",
+)
+NEWER_CONNECTOR_FIELDS = (
+    "configUpdatedAt",
+    "connectorApiVersion",
+    "connectorSyncCronSchedule",
+    "parallelSyncWorkerCount",
+)
+SYNC_STATUSES = (
+    "SYNC_STATUS_UNSPECIFIED",
+    "SYNC_STATUS_RUNNING",
+    "SYNC_STATUS_DONE",
+    "SYNC_STATUS_ERROR",
+    "SYNC_STATUS_DISABLED",
+)
 SOURCES = (
     "departmentSources",
     "directoryStatusSources",
@@ -70,6 +101,8 @@ def apps(page: Page, shapes: str) -> Page:
     for app in _items(page):
         if "annotations" in app:
             app["annotations"] = _listed(app["annotations"])
+        for owner in app.get("appOwners") or []:
+            user(owner, shapes)
         if shapes == "older":
             for name in NEWER_APP_FIELDS:
                 app.pop(name, None)
@@ -165,4 +198,90 @@ def system_log(page: Page, shapes: str) -> Page:
             event.pop("time", None)
         elif shapes == "changed" and isinstance(event.get("time"), int):
             event["time"] = format_ns(event["time"] * 1_000_000)
+    return page
+
+
+def _epoch_seconds(obj: dict[str, Any], name: str = "createdAt") -> None:
+    """A timestamp field as epoch seconds (a number) instead of RFC 3339 text."""
+    if obj.get(name):
+        obj[name] = parse_rfc3339(obj[name]) // 1_000_000_000
+
+
+def resource_types(page: Page, shapes: str) -> Page:
+    """A page of an app's resource types in ``shapes`` (only ``changed`` differs)."""
+    if shapes == "changed":
+        for view in _items(page):
+            _epoch_seconds(view.get("appResourceType") or {})
+    return page
+
+
+def resources(page: Page, shapes: str) -> Page:
+    """A page of a resource type's resources in ``shapes``."""
+    for view in _items(page):
+        resource = view.get("appResource") or {}
+        if shapes == "older":
+            view.pop("objectPermissions", None)
+            for name in NEWER_RESOURCE_FIELDS:
+                resource.pop(name, None)
+        elif shapes == "changed":
+            if "grantCount" in resource:
+                resource["grantCount"] = int(resource["grantCount"])
+            if "annotations" in resource:
+                resource["annotations"] = _listed(resource["annotations"])
+    return page
+
+
+def owners(page: Page, shapes: str) -> Page:
+    """A page of an app's or an entitlement's owners (Users) in ``shapes``."""
+    for owner in _items(page):
+        user(owner, shapes)
+    return page
+
+
+def owner_users(page: Page, shapes: str) -> Page:
+    """A page of the v2 owner list in ``shapes`` (an ``older`` release has no such list)."""
+    for item in _items(page):
+        if isinstance(item.get("user"), dict):
+            user(item["user"], shapes)
+        if shapes == "changed":
+            _epoch_seconds(item)
+    return page
+
+
+def attribute_types(page: Page, shapes: str) -> Page:
+    """A page of attribute types in ``shapes`` (only ``changed`` differs)."""
+    if shapes == "changed":
+        for item in _items(page):
+            if "name" in item:
+                item["name"] = {"text": item["name"], "locale": "en"}
+    return page
+
+
+def attribute_values(page: Page, shapes: str) -> Page:
+    """A page of attribute values in ``shapes`` (only ``changed`` differs)."""
+    if shapes == "changed":
+        for item in _items(page):
+            _epoch_seconds(item)
+    return page
+
+
+def roles(page: Page, shapes: str) -> Page:
+    """A page of the service's roles in ``shapes`` (only ``changed`` differs)."""
+    if shapes == "changed":
+        for item in _items(page):
+            _epoch_seconds(item)
+    return page
+
+
+def connectors(page: Page, shapes: str) -> Page:
+    """A page of an app's connectors in ``shapes``."""
+    for view in _items(page):
+        connector = view.get("connector") or {}
+        if shapes == "older":
+            for name in NEWER_CONNECTOR_FIELDS:
+                connector.pop(name, None)
+        elif shapes == "changed" and isinstance(connector.get("status"), dict):
+            status = connector["status"]
+            if status.get("status") in SYNC_STATUSES:
+                status["status"] = SYNC_STATUSES.index(status["status"])
     return page

@@ -53,6 +53,7 @@ from emulator import lifecycle, protojson
 from emulator.errors import bad_request
 from emulator.exclusions import Exclusions
 from emulator.feed import GrantFeed
+from emulator.iam import ADMINISTRATORS
 from emulator.paging import PageTokens, clamp_page_size, digest_of, list_page
 from emulator.seed import Seed
 from emulator.tasks import Tasks
@@ -73,7 +74,7 @@ FIELDS = {
 }
 DIRECTIONS = ("SORT_DIRECTION_UNSPECIFIED", "SORT_DIRECTION_ASC", "SORT_DIRECTION_DESC")
 ORDERS = ("asked", "ascending", "descending", "unsorted")
-ADMINS = 6  # the tenant's administrators: the directory's first users
+ADMINS = ADMINISTRATORS  # the tenant's administrators: the directory's first users, Super Admins
 BURST = 64  # events of one background burst, at one instant
 BURST_EVERY = 25  # one block of BURST background events in this many is a burst
 ORDER_CACHE = 8  # ranges whose uid order is kept (one per window a client reads at once)

@@ -3,7 +3,8 @@ service's newest published shapes) generated per user index from the seed.
 
 Field presence varies on purpose: protobuf JSON omits unset fields, so a client must not
 expect any of them; enum fields include values newer than the spec (`SUSPENDED`,
-`USER_TYPE_ROBOT`) that clients must tolerate.
+`USER_TYPE_ROBOT`) that clients must tolerate. `roleIds` are ids of the service's roles
+(emulator/iam.py, which also decides who holds which).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from emulator import iam
 from emulator.seed import Seed
 from emulator.timefmt import NS, format_ns, precise
 
@@ -166,8 +168,16 @@ def make_user(ctx: UserContext, index: int) -> dict[str, Any]:
     user["origin"] = newest.choice(ORIGINS)
     if rng.random() < 0.8:
         user["profile"] = _profile(rng, first, last)
+    # Which roles of the service (emulator/iam.py) a person holds draws from its own
+    # generator; these draws, once the made-up role numbers, are kept so that every later
+    # field keeps its value.
+    roles = 0
     if rng.random() < 0.5:
-        user["roleIds"] = [f"role-{rng.randrange(6)}" for _ in range(rng.randint(1, 3))]
+        roles = rng.randint(1, 3)
+        for _ in range(roles):
+            rng.randrange(6)
+    if role_ids := iam.roles_held(ctx.seed, index, roles):
+        user["roleIds"] = role_ids
     user["status"] = status
     user["type"] = rng.choice(USER_TYPES)
     if rng.random() < 0.9:

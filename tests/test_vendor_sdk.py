@@ -1,7 +1,8 @@
 """The vendor's own Python client (conductorone-sdk, generated from the service's OpenAPI)
 against the emulator: what it parses without error, real tenants' clients expect. Every page
-of the feed, the exclusions, the apps and the app entitlements, the directory, the app users
-and the grants held now (both ways) must parse, both when unset
+of the feed, the exclusions, the apps and the app entitlements, the directory, the app users,
+the grants held now (both ways) and what an audit is scoped by (resources, owners, attributes,
+the service's roles, connectors) must parse, both when unset
 fields are omitted and when they are sent empty (and by default: empty on the catalog only),
 and carry the values the emulator meant."""
 
@@ -377,3 +378,150 @@ def test_the_system_log_parses_with_the_values_meant(client) -> None:
     assert got == meant
     middle = meant[len(meant) // 2]["metadata"]["uid"]
     assert read(since_event_uid=middle) == meant[len(meant) // 2 + 1 :]
+
+
+def test_what_an_audit_is_scoped_by_parses_with_the_values_meant(client) -> None:
+    """Resource types and resources, owners, attributes (risk levels, compliance frameworks),
+    the service's roles and connectors, as the vendor's client lists them (this release has
+    no v2 owner list): each parses, with the values the emulator meant."""
+    sdk, emulator = client
+    ds = emulator.dataset
+
+    def items(method: t.Callable[..., t.Any], request: type, answer: str, **ids: str) -> list:
+        pages = all_pages(
+            lambda token: getattr(
+                method(request=request(page_size=100, page_token=token, **ids)), answer
+            )
+        )
+        return [item for page in pages for item in page.list or []]
+
+    types, resources, connectors = [], [], []
+    for app in ds.catalog_apps:
+        views = items(
+            sdk.app_resource_type.list,
+            operations.C1APIAppV1AppResourceTypeServiceListRequest,
+            "app_resource_type_service_list_response",
+            app_id=app.id,
+        )
+        types += [view.app_resource_type for view in views]
+        for view in views:
+            resources += [
+                listed.app_resource
+                for listed in items(
+                    sdk.app_resource.list,
+                    operations.C1APIAppV1AppResourceServiceListRequest,
+                    "app_resource_service_list_response",
+                    app_id=app.id,
+                    app_resource_type_id=view.app_resource_type.id,
+                )
+            ]
+        connectors += [
+            view.connector
+            for view in items(
+                sdk.connector.list,
+                operations.C1APIAppV1ConnectorServiceListRequest,
+                "connector_service_list_response",
+                app_id=app.id,
+            )
+        ]
+    assert [(r.app_id, r.id, r.display_name) for r in types] == [
+        (m["appId"], m["id"], m["displayName"]) for m in ds.app_resource_types()
+    ]
+    assert [
+        (r.app_id, r.id, r.parent_app_resource_id or "", r.grant_count or 0) for r in resources
+    ] == [
+        (m["appId"], m["id"], m["parentAppResourceId"], int(m["grantCount"]))
+        for m in ds.app_resources()
+    ]
+    assert [
+        (
+            c.id,
+            c.connector_status.status if c.connector_status else None,
+            as_micros(c.connector_status.completed_at) if c.connector_status else None,
+            c.sync_disabled_reason or "",
+        )
+        for c in connectors
+    ] == [
+        (
+            m["id"],
+            (m["status"] or {}).get("status"),
+            micros(parse_rfc3339(m["status"]["completedAt"]))
+            if (m["status"] or {}).get("completedAt")
+            else None,
+            m["syncDisabledReason"],
+        )
+        for m in ds.connectors()
+    ]
+
+    app_owners = {
+        app.id: [
+            user.id
+            for user in items(
+                sdk.app_owners.list,
+                operations.C1APIAppV1AppOwnersListRequest,
+                "list_app_owners_response",
+                app_id=app.id,
+            )
+        ]
+        for app in ds.catalog_apps
+    }
+    assert app_owners == {
+        app_id: [user["id"] for user in users] for app_id, users in ds.app_owners().items()
+    }
+    meant = ds.entitlement_owners()
+    for app_id, entitlement_id in ds.entitlements:
+        owners = items(
+            sdk.app_entitlement_owners.list,
+            operations.C1APIAppV1AppEntitlementOwnersListRequest,
+            "list_app_entitlement_owners_response",
+            app_id=app_id,
+            entitlement_id=entitlement_id,
+        )
+        assert [(u.id, u.status or "UNKNOWN") for u in owners] == [
+            (m["id"], m["status"]) for m in meant[app_id, entitlement_id]
+        ]
+
+    attribute_types = items(
+        sdk.attributes.list_attribute_types,
+        operations.C1APIAttributeV1AttributesListAttributeTypesRequest,
+        "list_attribute_types_response",
+    )
+    assert [(a.id, a.name) for a in attribute_types] == [
+        (m["id"], m["name"]) for m in ds.attribute_types()
+    ]
+    values = [
+        value
+        for kind in attribute_types
+        for value in items(
+            sdk.attributes.list_attribute_values,
+            operations.C1APIAttributeV1AttributesListAttributeValuesRequest,
+            "list_attribute_values_response",
+            attribute_type_id=kind.id,
+        )
+    ]
+    assert [(v.id, v.attribute_type_id, v.value) for v in values] == [
+        (m["id"], m["attributeTypeId"], m["value"]) for m in ds.attribute_values()
+    ]
+    for method, request, answer, name in (
+        (
+            sdk.attributes.list_risk_levels,
+            operations.C1APIAttributeV1AttributesListRiskLevelsRequest,
+            "list_risk_levels_response",
+            "Risk Level",
+        ),
+        (
+            sdk.attributes.list_compliance_frameworks,
+            operations.C1APIAttributeV1AttributesListComplianceFrameworksRequest,
+            "list_compliance_frameworks_response",
+            "Compliance Framework",
+        ),
+    ):
+        kind = next(a.id for a in attribute_types if a.name == name)
+        assert [v.id for v in items(method, request, answer)] == [
+            m["id"] for m in ds.attribute_values(kind)
+        ]
+
+    roles = items(sdk.roles.list, operations.C1APIIamV1RolesListRequest, "list_roles_response")
+    assert [(r.id, r.name, r.display_name, bool(r.system_builtin)) for r in roles] == [
+        (m["id"], m["name"], m["displayName"], m["systemBuiltin"]) for m in ds.iam_roles()
+    ]

@@ -88,6 +88,9 @@ def test_http_controls(fresh: Emulator) -> None:
         "log_order": "descending",
         "log_retention_days": 0,
         "log_calls": True,
+        "forbidden_operations": [],
+        "absent_operations": [],
+        "inline_app_owners": False,
     }
     assert fresh.token_lifetime == 5
     assert fresh.log_order == "descending"

@@ -12,6 +12,7 @@ import requests
 
 from emulator import Dataset, Emulator
 from emulator.__main__ import parse_args
+from emulator.catalog import app_entitlement_object
 from emulator.lifecycle import ADDED, REMOVED
 from emulator.tests.conftest import CRED, login, small_dataset
 from emulator.tests.test_catalog import entries, list_all
@@ -140,6 +141,16 @@ def test_a_search_filters_like_the_service(api, emu: Emulator, ds: Dataset) -> N
     person = next(
         owners[g.app_id, g.app_user_id] for g in current if owners[g.app_id, g.app_user_id]
     )
+    # where each entitlement sits (emulator/resources.py): most on a resource of their app
+    sits_on = {
+        (app.id, entitlement_id): app_entitlement_object(ds, p, k)
+        for p, app in enumerate(ds.catalog_apps[: len(ds.apps)])
+        for k, entitlement_id in enumerate(app.entitlement_ids)
+    }
+    resource = next(
+        sits_on[g[:2]]["appResourceId"] for g in current if sits_on[g[:2]]["appResourceId"]
+    )
+    resource_type = next(e["appResourceTypeId"] for e in sits_on.values() if e["appResourceTypeId"])
 
     def found(body: dict[str, Any]) -> list[Key]:
         return [
@@ -158,12 +169,18 @@ def test_a_search_filters_like_the_service(api, emu: Emulator, ds: Dataset) -> N
         ({"appIds": ["2nosuchapp"]}, lambda g: False),
         ({"userId": "2nosuchuser"}, lambda g: False),
         ({}, lambda g: True),
-        ({"resourceIds": ["r-1"]}, lambda g: False),  # no entitlement has a resource
+        ({"resourceIds": ["r-1"]}, lambda g: False),  # no such resource
+        ({"resourceIds": [resource]}, lambda g: sits_on[g[:2]]["appResourceId"] == resource),
+        (
+            {"resourceTypeIds": [resource_type]},
+            lambda g: sits_on[g[:2]]["appResourceTypeId"] == resource_type,
+        ),
     ]
     for body, keep in cases:
         expected = [g[:3] for g in current if keep(g)]
         assert found(body) == expected, body
     assert len(found({"userId": person})) > 1  # one person, accounts in several apps
+    assert found({"resourceIds": [resource]})  # the grants of the entitlements on a resource
     # every item carries its entitlement as the catalog lists it
     item = search_all(api, emu, {"entitlementRefs": [{"appId": refs[0][0], "id": refs[0][1]}]})[0]
     catalog = entries(list_all(api, f"{emu.url}/api/v1/apps/{app_id}/entitlements", page_size=100))

@@ -22,6 +22,17 @@ RESPONSES = {
     "apps": "c1.api.app.v1.ListAppsResponse",
     "entitlements": "c1.api.app.v1.ListAppEntitlementsResponse",
     "exclusions": "c1.api.app.v1.ListAutomationExclusionsResponse",
+    "resource_types": "c1.api.app.v1.AppResourceTypeServiceListResponse",
+    "resources": "c1.api.app.v1.AppResourceServiceListResponse",
+    "app_owners": "c1.api.app.v1.ListAppOwnersResponse",
+    "entitlement_owners": "c1.api.app.v1.ListAppEntitlementOwnersResponse",
+    "owner_users": "c1.api.app.v2.SearchAppEntitlementUserOwnersResponse",
+    "attribute_types": "c1.api.attribute.v1.ListAttributeTypesResponse",
+    "attribute_values": "c1.api.attribute.v1.ListAttributeValuesResponse",
+    "risk_levels": "c1.api.attribute.v1.ListRiskLevelsResponse",
+    "compliance_frameworks": "c1.api.attribute.v1.ListComplianceFrameworksResponse",
+    "iam_roles": "c1.api.iam.v1.ListRolesResponse",
+    "connectors": "c1.api.app.v1.ConnectorServiceListResponse",
 }
 
 
@@ -42,10 +53,40 @@ def validator(response: str) -> Draft202012Validator:
     return Draft202012Validator(schema)
 
 
+def scoping_paths(emulator: Emulator) -> dict[str, str]:
+    """A path of each operation of what an audit is scoped by, each answering a non-empty
+    list: an app with owners and resource types, an entitlement with two owners; the v2
+    owner list only where the release has it."""
+    ds = emulator.dataset
+    (app_id, entitlement_id), _ = next(
+        (key, owners) for key, owners in ds.entitlement_owners().items() if len(owners) == 2
+    )
+    owned = next(app for app, owners in ds.app_owners().items() if owners)
+    types = [t for t in ds.app_resource_types() if t["appId"] == owned]
+    attribute_type = ds.attribute_types()[0]["id"]
+    app = f"/api/v1/apps/{owned}"
+    paths = {
+        "resource_types": f"{app}/resource_types",
+        "resources": f"{app}/resource_types/{types[-1]['id']}/resources",
+        "app_owners": f"{app}/owners",
+        "entitlement_owners": f"/api/v1/apps/{app_id}/entitlements/{entitlement_id}/owners",
+        "owner_users": f"/api/v2/apps/{app_id}/entitlements/{entitlement_id}/owners/users",
+        "attribute_types": "/api/v1/attributes/types",
+        "attribute_values": f"/api/v1/attributes/types/{attribute_type}/values",
+        "risk_levels": "/api/v1/attributes/risk_levels",
+        "compliance_frameworks": "/api/v1/attributes/compliance_frameworks",
+        "iam_roles": "/api/v1/iam/roles",
+        "connectors": f"/api/v1/apps/{ds.apps[0]}/connectors",
+    }
+    if emulator.shapes == "older":
+        del paths["owner_users"]
+    return paths
+
+
 def answers(emulator: Emulator) -> dict[str, list[dict[str, Any]]]:
     """One answer of each endpoint: the feed with everything expanded, the first page of
     apps, the entitlements of the first app, the exclusions of the first entitlement that
-    has some."""
+    has some, and one page of each list of what an audit is scoped by."""
     api = login(emulator)
     url = emulator.url
     ds = emulator.dataset
@@ -67,7 +108,7 @@ def answers(emulator: Emulator) -> dict[str, list[dict[str, Any]]]:
                 )
             )
         ],
-    }
+    } | {name: [ok(api.get(url + path))] for name, path in scoping_paths(emulator).items()}
 
 
 def errors(response: str, page: dict[str, Any]) -> list[str]:
@@ -148,10 +189,12 @@ def test_every_answer_is_the_json_the_standard_library_writes(
                 api.post(f"{url}/api/v1/search/tasks", json={}),
                 api.get(f"{url}/api/v1/access_reviews"),
                 api.post(f"{url}/api/v1/systemlog/events", json={}),
+                *(api.get(url + path) for path in scoping_paths(emu).values()),
                 api.get(f"{app}/entitlements/unknown"),  # an error's body
             )
         ]
-    assert statuses == [200] * 12 + [404]
-    assert len(written) >= 13
+    scoped = len(scoping_paths(emu))
+    assert statuses == [200] * (12 + scoped) + [404]
+    assert len(written) >= 13 + scoped
     for obj, body in written:
         assert body == json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
