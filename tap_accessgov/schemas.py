@@ -89,8 +89,8 @@ AUTOMATION_EXCLUSION = th.PropertiesList(
     th.Property("appUserId", STRING),
 ).to_dict()
 
-USER = th.PropertiesList(
-    th.Property("id", STRING, required=True),
+# A directory user's fields but its id: a user, and an owner of an app or an entitlement.
+_USER_FIELDS: tuple[th.Property[t.Any], ...] = (
     th.Property("createdAt", th.DateTimeType),
     th.Property("updatedAt", th.DateTimeType),
     th.Property("deletedAt", th.DateTimeType),
@@ -124,7 +124,8 @@ USER = th.PropertiesList(
     th.Property("username", STRING),
     th.Property("usernameSources", SOURCES),
     th.Property("usernames", STRINGS),
-).to_dict()
+)
+USER = th.PropertiesList(th.Property("id", STRING, required=True), *_USER_FIELDS).to_dict()
 
 # int64 values, which protobuf JSON sends as strings: integers in the records (a warehouse
 # sums them; a bigint holds every int64), converted by conformance.py.
@@ -491,6 +492,138 @@ ACCESS_REVIEW = th.PropertiesList(
 ).to_dict()
 
 # Every record of a full-table stream carries the run's snapshot (engine/snapshots.py).
+# ----- what an audit is scoped by -------------------------------------------------------------
+
+APP_RESOURCE_TYPE = th.PropertiesList(
+    th.Property("appId", STRING, required=True),
+    th.Property("id", STRING, required=True, description="Unique only within its app."),
+    th.Property("displayName", STRING),
+    th.Property("traitIds", STRINGS),
+    th.Property("createdAt", th.DateTimeType),
+    th.Property("updatedAt", th.DateTimeType),
+    th.Property("deletedAt", th.DateTimeType),
+).to_dict()
+
+APP_RESOURCE = th.PropertiesList(
+    th.Property("appId", STRING, required=True),
+    th.Property("appResourceTypeId", STRING, required=True),
+    th.Property("id", STRING, required=True, description="Unique only within its app."),
+    th.Property("displayName", STRING),
+    th.Property("customDescription", STRING),
+    th.Property("parentAppResourceId", STRING, description="The resource it sits in, if any."),
+    th.Property("parentAppResourceTypeId", STRING),
+    th.Property("accessConfigId", STRING),
+    th.Property(
+        "agentTrait",
+        th.ObjectType(th.Property("identityAppUserId", STRING), th.Property("status", STRING)),
+    ),
+    th.Property("annotations", FREE_FORM, description="Key/value map (string values)."),
+    th.Property("externalId", STRING),
+    th.Property("grantCount", INT64, description="int64, sent as a string by the service."),
+    th.Property("matchBatonId", STRING),
+    th.Property("nhiDetail", STRING),
+    th.Property("nhiType", STRING),
+    th.Property("profile", FREE_FORM, description="Free-form (protobuf Struct)."),
+    th.Property(
+        "secretTrait",
+        th.ObjectType(
+            th.Property("createdByAppUserId", STRING),
+            th.Property("credentialDetail", STRING),
+            th.Property("identityAppUserId", STRING),
+            th.Property("lastUsedAt", th.DateTimeType),
+            th.Property("secretCreatedAt", th.DateTimeType),
+            th.Property("secretExpiresAt", th.DateTimeType),
+        ),
+    ),
+    th.Property("createdAt", th.DateTimeType),
+    th.Property("updatedAt", th.DateTimeType),
+    th.Property("deletedAt", th.DateTimeType),
+).to_dict()
+
+APP_OWNER = th.PropertiesList(
+    th.Property("appId", STRING, required=True),
+    th.Property("userId", STRING, required=True, description="The owner's user id."),
+    *_USER_FIELDS,
+).to_dict()
+
+ENTITLEMENT_OWNER = th.PropertiesList(
+    th.Property("appId", STRING, required=True),
+    th.Property("appEntitlementId", STRING, required=True),
+    th.Property("userId", STRING, required=True, description="The owner's user id."),
+    *_USER_FIELDS,
+).to_dict()
+
+ATTRIBUTE_VALUE = th.PropertiesList(
+    th.Property("id", STRING, required=True),
+    th.Property("attributeTypeId", STRING),
+    th.Property("value", STRING, description="The value's text: a risk level, a framework."),
+    th.Property("createdAt", th.DateTimeType),
+    th.Property("updatedAt", th.DateTimeType),
+    th.Property("deletedAt", th.DateTimeType),
+).to_dict()
+
+IAM_ROLE = th.PropertiesList(
+    th.Property("id", STRING, required=True),
+    th.Property("name", STRING),
+    th.Property("displayName", STRING),
+    th.Property("permissions", STRINGS),
+    th.Property("serviceRoles", STRINGS),
+    th.Property("systemApiOnly", th.BooleanType),
+    th.Property("systemBuiltin", th.BooleanType),
+    th.Property("createdAt", th.DateTimeType),
+    th.Property("updatedAt", th.DateTimeType),
+    th.Property("deletedAt", th.DateTimeType),
+).to_dict()
+
+# A connector's ``config`` (its credentials for the app) and ``downloadUrl`` (a signed link)
+# are never read into a record (streams/connectors.py).
+CONNECTOR = th.PropertiesList(
+    th.Property("appId", STRING, required=True),
+    th.Property("id", STRING, required=True),
+    th.Property("displayName", STRING),
+    th.Property("catalogId", STRING),
+    th.Property("canResumeSync", th.BooleanType),
+    th.Property("configUpdatedAt", th.DateTimeType),
+    th.Property("connectorApiVersion", th.IntegerType),
+    th.Property(
+        "connectorSyncCronSchedule",
+        th.ObjectType(
+            th.Property("cronSpec", STRING),
+            th.Property("start", th.DateTimeType),
+            th.Property("timezone", STRING),
+        ),
+    ),
+    th.Property("disableCheckBadSync", th.BooleanType),
+    th.Property(
+        "oauthAuthorizedAs",
+        th.ObjectType(
+            th.Property("authEmail", STRING), th.Property("authorizedAt", th.DateTimeType)
+        ),
+    ),
+    th.Property("parallelSyncWorkerCount", th.IntegerType),
+    th.Property("profileAllowList", STRINGS),
+    th.Property("profileIgnoreList", STRINGS),
+    th.Property(
+        "status",
+        th.ObjectType(
+            th.Property("status", STRING, description="SYNC_STATUS_DONE, _ERROR, ..."),
+            th.Property("startedAt", th.DateTimeType),
+            th.Property("completedAt", th.DateTimeType),
+            th.Property("lastError", STRING),
+            th.Property("updatedAt", th.DateTimeType),
+        ),
+        description="The last sync of the app's data.",
+    ),
+    th.Property("syncConfig", th.ObjectType(th.Property("syncResourceTypeIds", STRINGS))),
+    th.Property("syncDisabledAt", th.DateTimeType),
+    th.Property("syncDisabledCategory", STRING),
+    th.Property("syncDisabledReason", STRING),
+    th.Property("userIds", STRINGS, description="The connector's users (user ids)."),
+    th.Property("createdAt", th.DateTimeType),
+    th.Property("updatedAt", th.DateTimeType),
+    th.Property("deletedAt", th.DateTimeType),
+).to_dict()
+
 SNAPSHOT_AT = "snapshotAt"
 SNAPSHOT_AT_PROPERTY = th.Property(
     SNAPSHOT_AT,

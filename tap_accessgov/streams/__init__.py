@@ -12,11 +12,16 @@ from tap_accessgov.streams.access_reviews import AccessReviewsStream
 from tap_accessgov.streams.app_entitlements import AppEntitlementsStream
 from tap_accessgov.streams.app_users import AppUsersStream
 from tap_accessgov.streams.apps import AppsStream
+from tap_accessgov.streams.attributes import AttributeValuesStream
 from tap_accessgov.streams.automation_exclusions import AutomationExclusionsStream
+from tap_accessgov.streams.connectors import ConnectorsStream
 from tap_accessgov.streams.full_table_snapshots import FullTableSnapshotsStream
 from tap_accessgov.streams.grant_feed import GrantFeedStream
 from tap_accessgov.streams.grants import GrantsStream
+from tap_accessgov.streams.iam_roles import IamRolesStream
+from tap_accessgov.streams.owners import AppOwnersStream, EntitlementOwnersStream
 from tap_accessgov.streams.past_grants import PastGrantsStream
+from tap_accessgov.streams.resources import AppResourcesStream, AppResourceTypesStream
 from tap_accessgov.streams.system_log import SystemLogStream
 from tap_accessgov.streams.tasks import TasksStream
 from tap_accessgov.streams.users import UsersStream
@@ -40,6 +45,14 @@ STREAM_TYPES: tuple[type[TapStream], ...] = (
     TasksStream,
     AccessReviewsStream,
     SystemLogStream,
+    # what an audit is scoped by
+    AppResourceTypesStream,
+    AppResourcesStream,
+    AppOwnersStream,
+    EntitlementOwnersStream,
+    AttributeValuesStream,
+    IamRolesStream,
+    ConnectorsStream,
 )
 
 
