@@ -332,18 +332,24 @@ def list_resources(
     count = len(resources.layout(position).resources[t])
     digest = digest_of(["resources", app_id, type_id])
     positions, next_token = page_range(tokens, digest, query, count)
-    views = []
-    for r in positions:
-        view: dict[str, Any] = {
-            "appPath": "",
-            "appResource": resources.resource_object(position, t, r),
-            "objectPermissions": None,
-            "parentResourcePath": "",
-            "parentResourceTypePath": "",
-            "resourceTypePath": "",
-        }
-        if not emit_unpopulated:
-            view = unpopulated.stripped(view)
-            view["appResource"] = unpopulated.stripped(view["appResource"])
-        views.append(view)
+    views = [resource_view(resources, position, t, r, emit_unpopulated) for r in positions]
     return list_page(views, next_token, emit_unpopulated)
+
+
+def resource_view(
+    resources: Resources, position: int, t: int, r: int, emit_unpopulated: bool
+) -> dict[str, Any]:
+    """An AppResourceView of a resource (nothing expanded, so the paths are empty), as the
+    list and the search send it."""
+    view: dict[str, Any] = {
+        "appPath": "",
+        "appResource": resources.resource_object(position, t, r),
+        "objectPermissions": None,
+        "parentResourcePath": "",
+        "parentResourceTypePath": "",
+        "resourceTypePath": "",
+    }
+    if not emit_unpopulated:
+        view = unpopulated.stripped(view)
+        view["appResource"] = unpopulated.stripped(view["appResource"])
+    return view

@@ -42,6 +42,7 @@ from emulator.iam import list_roles
 from emulator.owners import list_app_owners, list_entitlement_owner_users, list_entitlement_owners
 from emulator.paging import PageTokens
 from emulator.past_grants import search_past_grants
+from emulator.resource_search import search_resource_types, search_resources
 from emulator.resources import list_resource_types, list_resources
 from emulator.reviews import list_access_reviews
 from emulator.server import Request, json_body
@@ -72,6 +73,8 @@ RISK_LEVELS_PATH = "/api/v1/attributes/risk_levels"
 COMPLIANCE_FRAMEWORKS_PATH = "/api/v1/attributes/compliance_frameworks"
 IAM_ROLES_PATH = "/api/v1/iam/roles"
 CONNECTORS = re.compile(r"/api/v1/apps/([^/]+)/connectors")
+SEARCH_RESOURCE_TYPES_PATH = "/api/v1/search/app_resource_types"
+SEARCH_RESOURCES_PATH = "/api/v1/search/app_resources"
 OWNER_USERS_OPERATION = "c1.api.app.v2.AppEntitlementOwners/SearchUserOwners"
 # The operation the system log names for a read of each endpoint (the vendor's names).
 OPERATIONS = (
@@ -98,6 +101,8 @@ OPERATIONS = (
     (COMPLIANCE_FRAMEWORKS_PATH, "c1.api.attribute.v1.Attributes/ListComplianceFrameworks"),
     (IAM_ROLES_PATH, "c1.api.iam.v1.Roles/List"),
     (CONNECTORS, "c1.api.app.v1.ConnectorService/List"),
+    (SEARCH_RESOURCE_TYPES_PATH, "c1.api.app.v1.AppResourceSearch/SearchAppResourceTypes"),
+    (SEARCH_RESOURCES_PATH, "c1.api.app.v1.AppResourceSearch/SearchAppResources"),
 )
 # What an older release lacks (``shapes="older"``): it answers them as an unknown route.
 NEWER_OPERATIONS = frozenset({OWNER_USERS_OPERATION})
@@ -705,6 +710,15 @@ class Service:
     def _route_scoping(self, request: Request, emit: bool) -> dict[str, Any]:
         """What an audit is scoped by: resources, owners, attributes, the service's roles and
         connectors; like the catalog, they send unset fields empty unless told to omit them."""
+        if request.path in (SEARCH_RESOURCE_TYPES_PATH, SEARCH_RESOURCES_PATH):
+            if request.method != "POST":
+                raise method_not_allowed("POST")
+            resources, release = self.dataset.resources, self.settings.shapes
+            if request.path == SEARCH_RESOURCES_PATH:
+                page = search_resources(resources, self.page_tokens, request.body, emit)
+                return shapes.resources(page, release)
+            page = search_resource_types(resources, self.page_tokens, request.body, emit)
+            return shapes.resource_type_search(page, release)
         answer = self._scoping_endpoint(request.path, emit)
         if answer is None:
             raise ApiError(404, NOT_FOUND, "not found")

@@ -215,6 +215,14 @@ def resource_types(page: Page, shapes: str) -> Page:
     return page
 
 
+def resource_type_search(page: Page, shapes: str) -> Page:
+    """A page of the resource type search (bare AppResourceTypes) in ``shapes``."""
+    if shapes == "changed":
+        for item in _items(page):
+            _epoch_seconds(item)
+    return page
+
+
 def resources(page: Page, shapes: str) -> Page:
     """A page of a resource type's resources in ``shapes``."""
     for view in _items(page):

@@ -525,3 +525,37 @@ def test_what_an_audit_is_scoped_by_parses_with_the_values_meant(client) -> None
     assert [(r.id, r.name, r.display_name, bool(r.system_builtin)) for r in roles] == [
         (m["id"], m["name"], m["displayName"], m["systemBuiltin"]) for m in ds.iam_roles()
     ]
+
+
+def test_the_cross_app_resource_searches_parse_with_the_values_meant(client) -> None:
+    """SearchAppResourceTypes and SearchAppResources over the whole catalog, and filtered as
+    the vendor's client sends a filter."""
+    sdk, emulator = client
+    ds = emulator.dataset
+
+    def search(method: t.Callable[..., t.Any], request: type, answer: str, **fields: t.Any) -> list:
+        pages = all_pages(
+            lambda token: getattr(
+                method(request=request(page_size=100, page_token=token, **fields)), answer
+            )
+        )
+        return [item for page in pages for item in page.list or []]
+
+    types = search(
+        sdk.app_resource_search.search_app_resource_types,
+        shared.SearchAppResourceTypesRequest,
+        "search_app_resource_types_response",
+    )
+    assert [(r.app_id, r.id, r.display_name) for r in types] == [
+        (m["appId"], m["id"], m["displayName"]) for m in ds.app_resource_types()
+    ]
+    app_id = ds.apps[1]  # this release's request names one app (app_id), not several
+    views = search(
+        sdk.app_resource_search.search_app_resources,
+        shared.SearchAppResourcesRequest,
+        "search_app_resources_response",
+        app_id=app_id,
+    )
+    assert [(v.app_resource.id, v.app_resource.grant_count or 0) for v in views] == [
+        (m["id"], int(m["grantCount"])) for m in ds.app_resources() if m["appId"] == app_id
+    ]

@@ -104,6 +104,132 @@ def test_entitlements_sit_on_resources_of_their_app_and_are_rated(
     assert all(int(r["grantCount"]) == grants_on[r["id"]] for r in resources.values())
 
 
+def searched(
+    api: requests.Session, emu: Emulator, what: str, body: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """Every item of a resource (type) search, following nextPageToken in the body."""
+    items: list[dict[str, Any]] = []
+    token = ""
+    while True:
+        response = api.post(
+            f"{emu.url}/api/v1/search/{what}", json=body | {"pageToken": token}, timeout=30
+        )
+        assert response.status_code == 200, response.text
+        page = response.json()
+        items += page["list"] or []
+        if not (token := page["nextPageToken"]):
+            return items
+
+
+def test_the_cross_app_searches_find_what_the_lists_list(api, emu: Emulator, ds: Dataset) -> None:
+    types, resources = ds.app_resource_types(), ds.app_resources()
+    assert searched(api, emu, "app_resource_types", {"pageSize": 10}) == types
+    views = searched(api, emu, "app_resources", {"pageSize": 100})
+    assert [v["appResource"] for v in views] == resources
+    two = {ds.apps[1], ds.apps[3]}
+    by_type = Counter(r["appResourceTypeId"] for r in resources).most_common(2)
+    some = [r["id"] for r in resources[::7]]
+    aws_role = next(r for r in resources if r["nhiType"] == "NHI_TYPE_ASSUMABLE_ROLE")
+    type_cases: list[tuple[dict[str, Any], Any]] = [
+        ({"appIds": sorted(two)}, lambda t: t["appId"] in two),
+        ({"resourceTypeIds": [by_type[0][0]]}, lambda t: t["id"] == by_type[0][0]),
+        ({"excludeResourceTypeIds": [by_type[0][0]]}, lambda t: t["id"] != by_type[0][0]),
+        ({"resourceTypeTraitIds": ["TRAIT_GROUP"]}, lambda t: t["traitIds"] == ["TRAIT_GROUP"]),
+        (
+            {"excludeResourceTypeTraitIds": ["TRAIT_ROLE"]},
+            lambda t: "TRAIT_ROLE" not in t["traitIds"],
+        ),
+        ({"displayName": "Repository"}, lambda t: t["displayName"] == "Repository"),
+        ({"query": "PROJ"}, lambda t: "proj" in t["displayName"].lower()),
+        ({"appIds": ["2nosuchapp"]}, lambda t: False),
+    ]
+    for body, keep in type_cases:
+        expected = [t for t in types if keep(t)]
+        assert searched(api, emu, "app_resource_types", body) == expected, body
+        assert expected or body["appIds"] == ["2nosuchapp"], body
+    resource_cases: list[tuple[dict[str, Any], Any]] = [
+        ({"appIds": sorted(two)}, lambda r: r["appId"] in two),
+        ({"appId": ds.apps[1]}, lambda r: r["appId"] == ds.apps[1]),
+        ({"resourceTypeIds": [by_type[1][0]]}, lambda r: r["appResourceTypeId"] == by_type[1][0]),
+        ({"resourceIds": some}, lambda r: r["id"] in some),
+        ({"excludeResourceIds": some}, lambda r: r["id"] not in some),
+        (
+            {"refs": [{k: aws_role[k] for k in ("appId", "appResourceTypeId", "id")}]},
+            lambda r: r["id"] == aws_role["id"],
+        ),
+        ({"nhiTypes": ["NHI_TYPE_ASSUMABLE_ROLE"]}, lambda r: r["nhiType"] == aws_role["nhiType"]),
+        ({"query": "Payments"}, lambda r: "payments" in r["displayName"]),
+        ({"unownedOnly": False, "excludeDeletedApps": True}, lambda r: True),
+    ]
+    for body, keep in resource_cases:
+        expected = [r for r in resources if keep(r)]
+        found = searched(api, emu, "app_resources", body | {"pageSize": 100})
+        assert [v["appResource"] for v in found] == expected, body
+        assert expected, body
+
+
+@pytest.mark.parametrize(
+    ("what", "body", "message"),
+    [
+        ("app_resource_types", {"appIds": "x"}, "appIds must be an array"),
+        (
+            "app_resource_types",
+            {"appUserIds": ["x"]},
+            'field "appUserIds" of the request is not emulated',
+        ),
+        ("app_resource_types", {"owner": "x"}, 'unknown field "owner" in request'),
+        (
+            "app_resources",
+            {"ownerUserIds": ["u"]},
+            'field "ownerUserIds" of the request is not emulated',
+        ),
+        (
+            "app_resources",
+            {"unownedOnly": True},
+            'field "unownedOnly" of the request is not emulated',
+        ),
+        (
+            "app_resources",
+            {"sortField": "APP_RESOURCE_SORT_FIELD_LAST_USED_AT"},
+            'field "sortField" of the request is not emulated',
+        ),
+        (
+            "app_resources",
+            {"nhiTypes": ["NHI_TYPE_ROBOT"]},
+            'nhiTypes: unknown enum value "NHI_TYPE_ROBOT"',
+        ),
+        (
+            "app_resources",
+            {"refs": [{"id": "x"}]},
+            "refs[0] needs appId and appResourceTypeId and id",
+        ),
+        ("app_resources", {"pageSize": "many"}, "pageSize must be an int32"),
+        ("app_resources", {"pageToken": "forged"}, "invalid page token"),
+    ],
+)
+def test_the_searches_are_strict(
+    api, emu: Emulator, what: str, body: dict[str, Any], message: str
+) -> None:
+    response = api.post(f"{emu.url}/api/v1/search/{what}", json=body, timeout=10)
+    assert (response.status_code, response.json()["message"]) == (400, message)
+
+
+def test_a_search_token_names_its_search(api, emu: Emulator, ds: Dataset) -> None:
+    url = f"{emu.url}/api/v1/search/app_resources"
+    token = api.post(url, json={"pageSize": 10}, timeout=10).json()["nextPageToken"]
+    other = api.post(
+        url, json={"pageSize": 10, "pageToken": token, "appIds": ds.apps[:1]}, timeout=10
+    )
+    assert (other.status_code, other.json()["message"]) == (
+        400,
+        "page token does not match request",
+    )
+    types = f"{emu.url}/api/v1/search/app_resource_types"
+    assert api.post(types, json={"pageToken": token}, timeout=10).status_code == 400
+    assert api.get(url, timeout=10).status_code == 405
+    assert operation_of("/api/v1/search/app_resources").endswith("/SearchAppResources")
+
+
 # ----- attributes --------------------------------------------------------------------------
 
 
@@ -393,6 +519,8 @@ def test_removed_apps_and_entitlements_answer_404(fresh: Emulator) -> None:
     assert app.id not in ds.app_owners()
     assert app.id not in {c["appId"] for c in ds.connectors()}
     assert app.id not in {t["appId"] for t in ds.app_resource_types()}
+    found = api.post(f"{fresh.url}/api/v1/search/app_resources", json={"appIds": [app.id]})
+    assert found.json()["list"] == []
     fresh.restore(app_id=app.id)
     assert api.get(urls["connectors"], timeout=10).status_code == 200
 

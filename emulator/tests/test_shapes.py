@@ -33,6 +33,12 @@ RESPONSES = {
     "compliance_frameworks": "c1.api.attribute.v1.ListComplianceFrameworksResponse",
     "iam_roles": "c1.api.iam.v1.ListRolesResponse",
     "connectors": "c1.api.app.v1.ConnectorServiceListResponse",
+    "search_resource_types": "c1.api.app.v1.SearchAppResourceTypesResponse",
+    "search_resources": "c1.api.app.v1.SearchAppResourcesResponse",
+}
+SEARCHES = {
+    "search_resource_types": "/api/v1/search/app_resource_types",
+    "search_resources": "/api/v1/search/app_resources",
 }
 
 
@@ -96,19 +102,28 @@ def answers(emulator: Emulator) -> dict[str, list[dict[str, Any]]]:
         return response.json()
 
     app_id, entitlement_id = ds.exclusion_entitlements[0]
-    return {
-        "feed": [ok(api.post(f"{url}/api/v1/grants/feed", json={"expandMask": {"paths": ["*"]}}))],
-        "apps": [ok(api.get(f"{url}/api/v1/apps", params={"page_size": 100}))],
-        "entitlements": [ok(api.get(f"{url}/api/v1/apps/{app_id}/entitlements"))],
-        "exclusions": [
-            ok(
-                api.get(
-                    f"{url}/api/v1/apps/{app_id}/entitlements/{entitlement_id}"
-                    "/automation/exclusions"
+    return (
+        {
+            "feed": [
+                ok(api.post(f"{url}/api/v1/grants/feed", json={"expandMask": {"paths": ["*"]}}))
+            ],
+            "apps": [ok(api.get(f"{url}/api/v1/apps", params={"page_size": 100}))],
+            "entitlements": [ok(api.get(f"{url}/api/v1/apps/{app_id}/entitlements"))],
+            "exclusions": [
+                ok(
+                    api.get(
+                        f"{url}/api/v1/apps/{app_id}/entitlements/{entitlement_id}"
+                        "/automation/exclusions"
+                    )
                 )
-            )
-        ],
-    } | {name: [ok(api.get(url + path))] for name, path in scoping_paths(emulator).items()}
+            ],
+        }
+        | {name: [ok(api.get(url + path))] for name, path in scoping_paths(emulator).items()}
+        | {
+            name: [ok(api.post(url + path, json={"pageSize": 50}))]
+            for name, path in SEARCHES.items()
+        }
+    )
 
 
 def errors(response: str, page: dict[str, Any]) -> list[str]:
@@ -190,10 +205,11 @@ def test_every_answer_is_the_json_the_standard_library_writes(
                 api.get(f"{url}/api/v1/access_reviews"),
                 api.post(f"{url}/api/v1/systemlog/events", json={}),
                 *(api.get(url + path) for path in scoping_paths(emu).values()),
+                *(api.post(url + path, json={}) for path in SEARCHES.values()),
                 api.get(f"{app}/entitlements/unknown"),  # an error's body
             )
         ]
-    scoped = len(scoping_paths(emu))
+    scoped = len(scoping_paths(emu)) + len(SEARCHES)
     assert statuses == [200] * (12 + scoped) + [404]
     assert len(written) >= 13 + scoped
     for obj, body in written:
