@@ -723,9 +723,7 @@ def _in(ranges: list[list[str | None]], instant: int) -> bool:
 
 def _overlaps(ranges: list[list[str | None]], first: int, last: int) -> bool:
     """Whether any of ``ranges`` (after, before) holds an instant of ``[first, last]``."""
-    return any(
-        (a is None or ns(a) <= last) and (b is None or first < ns(b)) for a, b in ranges
-    )
+    return any((a is None or ns(a) <= last) and (b is None or first < ns(b)) for a, b in ranges)
 
 
 def test_every_order_is_delivered_exactly_once_and_resumes_from_any_state(

@@ -38,6 +38,22 @@ REPORTED = {
         ("users", "profile", "dropped"),
         ("users", "managerIds[]", "kept as JSON text"),
         ("grant_feed", "feed.ticketId", "kept as JSON text"),
+        # the owners are users, in the users' changed shapes
+        *(
+            (owners, field, done)
+            for owners in ("app_owners", "entitlement_owners")
+            for field, done in (
+                ("department", "kept as JSON text"),
+                ("createdAt", "dropped"),
+                ("profile", "dropped"),
+                ("managerIds[]", "kept as JSON text"),
+            )
+        ),
+        ("app_resource_types", "createdAt", "dropped"),
+        ("app_resources", "annotations", "dropped"),
+        ("attribute_values", "createdAt", "dropped"),
+        ("iam_roles", "createdAt", "dropped"),
+        ("connectors", "status.status", "kept as JSON text"),
     },
 }
 

@@ -15,6 +15,7 @@ from functools import cache
 import pytest
 from conductorone_sdk.models import shared
 
+from tap_accessgov.streams.connectors import NEVER_READ
 from tap_accessgov.tap import TapAccessGov
 from tests.conftest import ROOT, shared_emulator, tap_config
 
@@ -178,6 +179,9 @@ def record_shapes() -> dict[str, Shape]:
     user = vendor_shape(vendor_schema("c1.api.user.v1.User"))
     binding = vendor_shape(vendor_schema("c1.api.app.v1.AppEntitlementUserView"))
     lifted = ("date", "appId", "appEntitlementId", "appUserId", "eventType")
+    user_fields = {k: v for k, v in user.properties.items() if k != "id"}
+    string = Shape("string")
+    connector = vendor_shape(vendor_schema("c1.api.app.v1.Connector"))
     return {
         "grant_feed": Shape(
             "object",
@@ -203,6 +207,26 @@ def record_shapes() -> dict[str, Shape]:
         # the ``task`` of each TaskView, the ``accessReview`` of each AccessReviewView
         "tasks": vendor_shape(vendor_schema("c1.api.task.v1.Task")),
         "access_reviews": vendor_shape(vendor_schema("c1.api.accessreview.v1.AccessReview")),
+        # what an audit is scoped by: the object of each view, or of each list entry
+        "app_resource_types": vendor_shape(vendor_schema("c1.api.app.v1.AppResourceType")),
+        "app_resources": vendor_shape(vendor_schema("c1.api.app.v1.AppResource")),
+        # an owner is a user, its id as userId, beside what it owns
+        "app_owners": Shape(
+            "object",
+            properties={"appId": string, "userId": user.properties["id"]} | user_fields,
+        ),
+        "entitlement_owners": Shape(
+            "object",
+            properties={"appId": string, "appEntitlementId": string, "userId": string}
+            | user_fields,
+        ),
+        "attribute_values": vendor_shape(vendor_schema("c1.api.attribute.v1.AttributeValue")),
+        "iam_roles": vendor_shape(vendor_schema("c1.api.iam.v1.Role")),
+        # never its credentials nor its signed link (streams/connectors.py)
+        "connectors": Shape(
+            "object",
+            properties={k: v for k, v in connector.properties.items() if k not in NEVER_READ},
+        ),
     }
 
 
