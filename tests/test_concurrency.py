@@ -33,22 +33,24 @@ class Sync:
 
 
 class Calls:
-    """Calls that note the thread they ran in and how many ran at once."""
+    """Calls that note the thread they ran in and how many ran at once. With ``meet``, each
+    waits (at most 5 s) until that many have run at once: calls that are made at once are
+    then seen together however late a loaded machine starts their threads."""
 
-    def __init__(self, wait: float = 0.0) -> None:
-        self.wait = wait
+    def __init__(self, meet: int = 0) -> None:
+        self.meet = meet
         self.threads: list[threading.Thread] = []
         self.running = self.peak = 0
-        self._lock = threading.Lock()
+        self._met = threading.Condition()
 
     def call(self, value: int) -> t.Callable[[], int]:
         def run() -> int:
-            with self._lock:
+            with self._met:
                 self.threads.append(threading.current_thread())
                 self.running += 1
                 self.peak = max(self.peak, self.running)
-            time.sleep(self.wait)
-            with self._lock:
+                self._met.notify_all()
+                self._met.wait_for(lambda: self.peak >= self.meet, timeout=5)
                 self.running -= 1
             return value
 
@@ -77,7 +79,7 @@ def test_at_once_at_a_limit_of_one_calls_in_the_callers_thread_in_order() -> Non
 def test_at_once_calls_at_most_the_limit_at_once_and_answers_in_order(
     limit: int, count: int, threads: int
 ) -> None:
-    sync, calls = Sync(), Calls(wait=0.05)
+    sync, calls = Sync(), Calls(meet=threads)
     results = Concurrency(limit).at_once(sync, "probes", [calls.call(n) for n in range(count)])
     assert results == list(range(count))
     assert sync.started == [threads]  # the limit, or fewer for fewer calls
