@@ -18,6 +18,13 @@ from singer_sdk import typing as th
 STRING = th.StringType
 STRINGS = th.ArrayType(th.StringType)
 
+# When the service created, last changed and deleted an object (unset: null).
+_LIFETIME = (
+    th.Property("createdAt", th.DateTimeType),
+    th.Property("updatedAt", th.DateTimeType),
+    th.Property("deletedAt", th.DateTimeType),
+)
+
 ATTRIBUTE_SOURCE = th.ObjectType(
     th.Property("appId", STRING),
     th.Property("appUserId", STRING),
@@ -91,9 +98,7 @@ AUTOMATION_EXCLUSION = th.PropertiesList(
 
 # A directory user's fields but its id: a user, and an owner of an app or an entitlement.
 _USER_FIELDS: tuple[th.Property[t.Any], ...] = (
-    th.Property("createdAt", th.DateTimeType),
-    th.Property("updatedAt", th.DateTimeType),
-    th.Property("deletedAt", th.DateTimeType),
+    *_LIFETIME,
     th.Property("delegatedUserId", STRING),
     th.Property("department", STRING),
     th.Property("departmentSources", SOURCES),
@@ -148,9 +153,7 @@ APP = th.PropertiesList(
     th.Property("appUserMapper", FREE_FORM),
     th.Property("certifyPolicyId", STRING),
     th.Property("connectorVersion", th.IntegerType),
-    th.Property("createdAt", th.DateTimeType),
-    th.Property("updatedAt", th.DateTimeType),
-    th.Property("deletedAt", th.DateTimeType),
+    *_LIFETIME,
     th.Property("defaultRequestCatalogId", STRING),
     th.Property("enableConnectorSourcedOwnership", th.BooleanType),
     th.Property("fieldMask", STRING),
@@ -182,9 +185,7 @@ APP_ENTITLEMENT = th.PropertiesList(
     th.Property("appResourceTypeId", STRING),
     th.Property("certifyPolicyId", STRING),
     th.Property("complianceFrameworkValueIds", STRINGS),
-    th.Property("createdAt", th.DateTimeType),
-    th.Property("updatedAt", th.DateTimeType),
-    th.Property("deletedAt", th.DateTimeType),
+    *_LIFETIME,
     th.Property("defaultValuesApplied", th.BooleanType),
     th.Property("deprovisionerPolicy", FREE_FORM),
     th.Property("provisionerPolicy", FREE_FORM),
@@ -246,9 +247,7 @@ APP_USER = th.PropertiesList(
     th.Property("nhiDetail", STRING),
     th.Property("isExternal", th.BooleanType),
     th.Property("profile", FREE_FORM, description="Free-form (protobuf Struct)."),
-    th.Property("createdAt", th.DateTimeType),
-    th.Property("updatedAt", th.DateTimeType),
-    th.Property("deletedAt", th.DateTimeType),
+    *_LIFETIME,
 ).to_dict()
 
 # A grant the service holds now: the AppEntitlementUserView without its appUser (the account
@@ -499,9 +498,7 @@ APP_RESOURCE_TYPE = th.PropertiesList(
     th.Property("id", STRING, required=True, description="Unique only within its app."),
     th.Property("displayName", STRING),
     th.Property("traitIds", STRINGS),
-    th.Property("createdAt", th.DateTimeType),
-    th.Property("updatedAt", th.DateTimeType),
-    th.Property("deletedAt", th.DateTimeType),
+    *_LIFETIME,
 ).to_dict()
 
 APP_RESOURCE = th.PropertiesList(
@@ -535,9 +532,7 @@ APP_RESOURCE = th.PropertiesList(
             th.Property("secretExpiresAt", th.DateTimeType),
         ),
     ),
-    th.Property("createdAt", th.DateTimeType),
-    th.Property("updatedAt", th.DateTimeType),
-    th.Property("deletedAt", th.DateTimeType),
+    *_LIFETIME,
 ).to_dict()
 
 APP_OWNER = th.PropertiesList(
@@ -557,9 +552,7 @@ ATTRIBUTE_VALUE = th.PropertiesList(
     th.Property("id", STRING, required=True),
     th.Property("attributeTypeId", STRING),
     th.Property("value", STRING, description="The value's text: a risk level, a framework."),
-    th.Property("createdAt", th.DateTimeType),
-    th.Property("updatedAt", th.DateTimeType),
-    th.Property("deletedAt", th.DateTimeType),
+    *_LIFETIME,
 ).to_dict()
 
 IAM_ROLE = th.PropertiesList(
@@ -570,9 +563,7 @@ IAM_ROLE = th.PropertiesList(
     th.Property("serviceRoles", STRINGS),
     th.Property("systemApiOnly", th.BooleanType),
     th.Property("systemBuiltin", th.BooleanType),
-    th.Property("createdAt", th.DateTimeType),
-    th.Property("updatedAt", th.DateTimeType),
-    th.Property("deletedAt", th.DateTimeType),
+    *_LIFETIME,
 ).to_dict()
 
 # A connector's ``config`` (its credentials for the app) and ``downloadUrl`` (a signed link)
@@ -619,9 +610,7 @@ CONNECTOR = th.PropertiesList(
     th.Property("syncDisabledCategory", STRING),
     th.Property("syncDisabledReason", STRING),
     th.Property("userIds", STRINGS, description="The connector's users (user ids)."),
-    th.Property("createdAt", th.DateTimeType),
-    th.Property("updatedAt", th.DateTimeType),
-    th.Property("deletedAt", th.DateTimeType),
+    *_LIFETIME,
 ).to_dict()
 
 SNAPSHOT_AT = "snapshotAt"

@@ -89,6 +89,7 @@ class RunCappedStream(AccessGovStream):
 _DAY = 86_400 * 1_000_000_000  # ns
 # How far back from the sync's start the probes for the earliest record look (days), at once.
 PROBE_DAYS = (1, 4, 16, 64, 256, 1024, 4096, 16384)
+PROBE_PAGE = 10  # records of a probe's page: is there any?
 SINCE = "since"  # the interrupted run's start, in the backfill state (the cap it keeps)
 
 
@@ -138,7 +139,24 @@ class WindowedStream(RunCappedStream):
             )
         run.finish()
 
+    @override
+    def records(self, context: Context | None) -> t.Iterable[Record]:
+        return self.read_range()
+
     # ----- what a windowed stream says of itself (the hooks of ``read_range``) -----
+
+    # The request's names of a window's bounds: ``after`` (inclusive), ``before`` (exclusive).
+    bound_names: t.ClassVar[tuple[str, str]] = ("after", "before")
+
+    def window_filters(self, context: Context | None) -> dict[str, t.Any]:
+        """A window's or a probe's bounds in the request's words (``bound_names``; none where
+        unbounded), and a probe's small page: what ``search_filters`` sends of a context."""
+        context = context or {}
+        filters: dict[str, t.Any] = {"pageSize": PROBE_PAGE} if context.get("probe") else {}
+        for bound, name in zip(("after", "before"), self.bound_names, strict=True):
+            if context.get(bound):
+                filters[name] = context[bound]
+        return filters
 
     def windows_of(self) -> str:
         """Which records a window holds (the query's filters, in short): an interrupted

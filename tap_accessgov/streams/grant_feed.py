@@ -54,13 +54,6 @@ class GrantFeedStream(BodyPaging, WindowedStream):
     schema = schemas.GRANT_FEED
 
     @override
-    def records(self, context: Context | None) -> t.Iterable[dict[str, t.Any]]:
-        """The feed in time windows (the engine's ``read_range``: from the bookmark or
-        ``start_date`` to ``end_date``, else the last window open), at most
-        ``max_concurrency`` at once."""
-        return self.read_range()
-
-    @override
     def windows_of(self) -> str:
         return filters_digest(self.config)
 
@@ -73,14 +66,7 @@ class GrantFeedStream(BodyPaging, WindowedStream):
         """A window's or a probe's bounds (a probe: a small page); the settings' filters and
         expand mask."""
         config = self.config
-        body: dict[str, t.Any] = {}
-        context = context or {}
-        if context.get("probe"):
-            body["pageSize"] = 10
-        if context.get("after"):
-            body["after"] = context["after"]
-        if context.get("before"):
-            body["before"] = context["before"]
+        body = self.window_filters(context)
         if app_ids := config.get("app_ids"):
             body["appRefs"] = [{"id": app_id} for app_id in app_ids]
         if refs := config.get("app_entitlement_refs"):

@@ -74,10 +74,7 @@ class SystemLogStream(BodyPaging, WindowedStream):
     is_sorted = False
     primary_keys = ("uid",)
     schema = schemas.SYSTEM_LOG_EVENT
-
-    @override
-    def records(self, context: Context | None) -> t.Iterable[Record]:
-        return self.read_range()
+    bound_names = ("since", "until")
 
     @override
     def windows_of(self) -> str:
@@ -103,15 +100,7 @@ class SystemLogStream(BodyPaging, WindowedStream):
     @override
     def search_filters(self, context: Context | None) -> dict[str, t.Any]:
         """A window's or a probe's bounds (a probe: a small page), oldest first."""
-        body: dict[str, t.Any] = {"sortDirection": "SORT_DIRECTION_ASC"}
-        context = context or {}
-        if context.get("probe"):
-            body["pageSize"] = 10
-        if context.get("after"):
-            body["since"] = context["after"]
-        if context.get("before"):
-            body["until"] = context["before"]
-        return body
+        return {"sortDirection": "SORT_DIRECTION_ASC", **self.window_filters(context)}
 
     @override
     def parse_response(self, response: requests.Response) -> t.Iterable[Record]:

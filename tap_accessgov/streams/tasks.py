@@ -65,10 +65,7 @@ class TasksStream(BodyPaging, WindowedStream):
     is_sorted = False
     primary_keys = ("id",)
     schema = schemas.TASK
-
-    @override
-    def records(self, context: Context | None) -> t.Iterable[Record]:
-        return self.read_range()
+    bound_names = ("createdAfter", "createdBefore")
 
     @override
     def windows_of(self) -> str:
@@ -136,12 +133,8 @@ class TasksStream(BodyPaging, WindowedStream):
     def search_filters(self, context: Context | None) -> dict[str, t.Any]:
         """A window's bounds in the search's words (``createdAfter``, ``createdBefore``),
         the other queries' filters as they are (a page size of their own, if any)."""
-        filters = dict(context or {})
-        window = {"after": "createdAfter", "before": "createdBefore"}
-        for bound, name in window.items():
-            if bound in filters and (value := filters.pop(bound)) is not None:
-                filters[name] = value
-        return filters
+        others = {k: v for k, v in (context or {}).items() if k not in ("after", "before")}
+        return {**others, **self.window_filters(context)}
 
     @override
     def parse_response(self, response: requests.Response) -> t.Iterable[Record]:
