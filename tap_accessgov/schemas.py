@@ -490,7 +490,6 @@ ACCESS_REVIEW = th.PropertiesList(
     ),
 ).to_dict()
 
-# Every record of a full-table stream carries the run's snapshot (engine/snapshots.py).
 # ----- what an audit is scoped by -------------------------------------------------------------
 
 APP_RESOURCE_TYPE = th.PropertiesList(
@@ -613,6 +612,7 @@ CONNECTOR = th.PropertiesList(
     *_LIFETIME,
 ).to_dict()
 
+# Every record of a full-table stream carries the run's snapshot (engine/snapshots.py).
 SNAPSHOT_AT = "snapshotAt"
 SNAPSHOT_AT_PROPERTY = th.Property(
     SNAPSHOT_AT,

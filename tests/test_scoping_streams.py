@@ -15,6 +15,7 @@ from collections import Counter
 import pytest
 
 from emulator import Dataset, Emulator
+from tap_accessgov.tap import TapAccessGov
 from tests.conftest import (
     SMALL_DATASET,
     SyncResult,
@@ -219,8 +220,29 @@ def refused(
             "/owners",
             403,
         ),
+        # a release without the operation: 404 for the list of types, for every app
+        (
+            {"absent_operations": ["/api/v1/attributes/types"]},
+            "attribute_values",
+            "/api/v1/attributes/types",
+            404,
+        ),
+        (
+            {"absent_operations": ["/api/v1/apps/{app_id}/connectors"]},
+            "connectors",
+            "/connectors",
+            404,
+        ),
     ],
-    ids=["roles-403", "roles-404", "connectors-403", "attributes-403", "owners-403"],
+    ids=[
+        "roles-403",
+        "roles-404",
+        "connectors-403",
+        "attributes-403",
+        "owners-403",
+        "attributes-404",
+        "connectors-404",
+    ],
 )
 def test_an_operation_the_service_refuses_costs_its_stream_alone_said_once(
     make_emulator: t.Callable[..., Emulator],
@@ -232,7 +254,7 @@ def test_an_operation_the_service_refuses_costs_its_stream_alone_said_once(
 ) -> None:
     emulator, result, warnings = refused(make_emulator, caplog, **variant)
     assert stream not in result.records
-    said = [w for w in warnings if stream in w]
+    said = [w for w in warnings if stream in w or operation in w]
     assert len(said) == 1, said
     assert f"answered {status}" in said[0]
     assert operation in said[0]
@@ -283,3 +305,52 @@ def test_owners_of_many_entitlements_are_read_at_most_the_limit_at_once(
         for row in owner_rows(emulator.dataset.entitlement_owners(), "appId", "appEntitlementId")
     ]
     assert ordered == expected
+
+
+def test_a_refused_list_of_resource_types_refuses_the_resources_read_by_it(
+    make_emulator: t.Callable[..., Emulator], caplog: pytest.LogCaptureFixture
+) -> None:
+    """``app_resources`` is read resource type by resource type: where the service refuses
+    the resource types, the resources are refused too (said once each), never an empty
+    "complete" snapshot that would tell the warehouse every resource is gone."""
+    emulator, result, warnings = refused(
+        make_emulator,
+        caplog,
+        forbidden_operations=["/api/v1/apps/{app_id}/resource_types"],
+    )
+    for stream in ("app_resource_types", "app_resources"):
+        assert stream not in result.records
+        said = [w for w in warnings if f"stream {stream} " in w]
+        assert len(said) == 1, said
+        assert "resource_types answered 403" in said[0]
+    snapshots = {r["stream"] for r in result.records["full_table_snapshots"]}
+    assert snapshots == {*SCOPING, "apps"} - {"app_resource_types", "app_resources"}
+    expected = truth(emulator.dataset)
+    for other in ("app_owners", "entitlement_owners", "attribute_values", "iam_roles"):
+        assert multiset(read(result, other)) == expected[other], other
+
+
+def test_an_app_deleted_since_the_listing_is_skipped_once_a_partition_was_read(
+    make_emulator: t.Callable[..., Emulator], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A 404 after a partition was read names a partition the service no longer knows: that
+    app is skipped with a warning, the stream goes on and is complete."""
+    emulator = make_emulator(Dataset(**SMALL_DATASET))
+    config = tap_config(emulator)
+    apps = [app.id for app in emulator.dataset.catalog_apps]
+    gone = apps[3]
+    tap_catalog = catalog_selecting(config, {"connectors": None, "full_table_snapshots": None})
+    tap = TapAccessGov(config=config, catalog=tap_catalog, parse_env_config=False)
+    stream = tap.streams["connectors"]
+    listed = stream.partitions  # listed now; the app is removed before its connectors are read
+    assert {"appId": gone} in listed
+    emulator.dataset.remove(app_id=gone)
+    with caplog.at_level(logging.WARNING):
+        result = sync(config, tap=tap)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert [w for w in warnings if gone in w and "does not know it" in w]
+    assert {r["appId"] for r in result.records["connectors"]} == {
+        c["appId"] for c in emulator.dataset.connectors()
+    }
+    assert gone not in {r["appId"] for r in result.records["connectors"]}
+    assert [r["stream"] for r in result.records["full_table_snapshots"]] == ["connectors"]

@@ -437,7 +437,7 @@ def test_before_any_window_completes_a_window_in_no_date_order_is_read_on_uncut(
         key_of=key_of,
     )
     reader.in_flight.allowed = 2  # both at once from the start, each in a worker
-    records = list(reader.records([first, second], complete))
+    records = list(reader.records([first, second], complete, lambda page: None))
     assert sorted(map(key_of, records)) == sorted(map(key_of, [*dense, event(100, 600 * MS)]))
     assert asked == [None] * 6, "each of the first's six pages measured, none cut"
     assert completed == [first, second]
@@ -465,5 +465,5 @@ def test_a_piece_skips_each_event_as_often_as_it_was_read_by_the_streams_own_key
         count=1,
         key_of=log_key,
     )
-    records = list(reader.records([piece], lambda window: None))
+    records = list(reader.records([piece], lambda window: None, lambda page: None))
     assert records == [twice, {"uid": "u3", "time": from_ns(30 * MS)}]

@@ -42,6 +42,7 @@ class ConcurrentPartitionsStream(AccessGovStream):
         super().__init__(*args, **kwargs)
         self._partitions: list[dict[str, t.Any]] | None = None
         self._in_order: InOrder | None = None
+        self.partitions_read = 0  # partitions read to their end this run (404s not counted)
 
     @property
     @override
@@ -66,21 +67,32 @@ class ConcurrentPartitionsStream(AccessGovStream):
 
     @override
     def validate_response(self, response: requests.Response) -> None:
-        if response.status_code == 404:
+        if response.status_code == 404 and self.names_a_partition(response):
             raise PartitionNotFoundError(self.response_error_message(response))
         super().validate_response(response)
+
+    @override
+    def names_a_partition(self, response: requests.Response) -> bool:
+        """Its requests are its partitions' (a stream that lists them with a request of its
+        own says which are not)."""
+        return True
 
     def partition_records(self, context: Context) -> t.Iterator[Record]:
         """The records of one partition, in partition order whatever the concurrency."""
         try:
             yield from self._in_order_from(context).take(context)
+            self.partitions_read += 1
         except PartitionNotFoundError as exc:
-            self.logger.warning(
-                "Skipping %s: the service does not know it (%s)", self.describe(context), exc
-            )
+            self.partition_not_found(context, exc)
         except BaseException:
             self.stop_workers()
             raise
+
+    def partition_not_found(self, context: Context, exc: PartitionNotFoundError) -> None:
+        """A partition the service answered 404: a warning naming it; the others go on."""
+        self.logger.warning(
+            "Skipping %s: the service does not know it (%s)", self.describe(context), exc
+        )
 
     def read_partition(
         self, context: Context, stopped: t.Callable[[], bool] = lambda: False

@@ -523,6 +523,12 @@ class AccessGovStream(TapStream, RESTStream[str | None]):
         super().validate_response(response)
         self.authenticator.confirm_token()
 
+    def names_a_partition(self, response: requests.Response) -> bool:
+        """Whether the request of ``response`` names one of the stream's partitions (its 404:
+        a partition the service does not know; engine/partitions.py): not for a stream
+        without partitions."""
+        return False
+
     @override
     def response_error_message(self, response: requests.Response) -> str:
         return f"{where(response.request)} answered {response.status_code}: {service_message(response)}"

@@ -479,7 +479,7 @@ class WindowReader:
         self,
         windows: Iterable[Window],
         on_complete: Callable[[Window], None],
-        on_page: Callable[[list[Record]], None] = lambda page: None,
+        on_page: Callable[[list[Record]], None],
     ) -> Iterator[Record]:
         """Every record of ``windows``. While one window at a time is enough (``in_flight``),
         each is read here, in the main thread, one after another; once more are, the others

@@ -10,11 +10,11 @@ import typing as t
 from typing_extensions import override
 
 from tap_accessgov import schemas
-from tap_accessgov.engine.partitions import ConcurrentPartitionsStream
-from tap_accessgov.engine.refused import RefusableStream
+from tap_accessgov.engine.refused import RefusablePartitionsStream
 from tap_accessgov.paging import QueryPaging
 
 if t.TYPE_CHECKING:
+    import requests
     from singer_sdk.helpers.types import Context
 
 Record = dict[str, t.Any]
@@ -22,7 +22,7 @@ Record = dict[str, t.Any]
 TYPES_PATH = "/api/v1/attributes/types"
 
 
-class AttributeValuesStream(QueryPaging, RefusableStream, ConcurrentPartitionsStream):
+class AttributeValuesStream(QueryPaging, RefusablePartitionsStream):
     """``GET /api/v1/attributes/types/{attribute_type_id}/values`` for every attribute type."""
 
     name = "attribute_values"
@@ -42,6 +42,12 @@ class AttributeValuesStream(QueryPaging, RefusableStream, ConcurrentPartitionsSt
         if not context:
             return self.url_base + TYPES_PATH
         return super().get_url(context)
+
+    @override
+    def names_a_partition(self, response: requests.Response) -> bool:
+        """Not the list of attribute types: its 404 refuses the stream (a release without
+        attributes)."""
+        return not response.request.path_url.split("?")[0].endswith(TYPES_PATH)
 
     @override
     def describe(self, context: Context) -> str:

@@ -13,7 +13,7 @@ import typing as t
 from typing_extensions import override
 
 from tap_accessgov import schemas
-from tap_accessgov.engine.refused import RefusableStream
+from tap_accessgov.engine.refused import RefusablePartitionsStream
 from tap_accessgov.paging import QueryPaging, viewed_objects
 from tap_accessgov.streams.apps import PerAppStream
 
@@ -25,7 +25,7 @@ Record = dict[str, t.Any]
 NEVER_READ = frozenset({"config", "downloadUrl"})  # a credential, a signed link
 
 
-class ConnectorsStream(QueryPaging, RefusableStream, PerAppStream):
+class ConnectorsStream(QueryPaging, RefusablePartitionsStream, PerAppStream):
     """``GET /api/v1/apps/{app_id}/connectors`` for every app: the ``connector`` of each view,
     without ``NEVER_READ``."""
 

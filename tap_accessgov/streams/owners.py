@@ -10,7 +10,7 @@ import typing as t
 from typing_extensions import override
 
 from tap_accessgov import schemas
-from tap_accessgov.engine.refused import RefusableStream
+from tap_accessgov.engine.refused import RefusablePartitionsStream
 from tap_accessgov.paging import QueryPaging, page_body
 from tap_accessgov.streams.app_entitlements import PerEntitlementStream
 from tap_accessgov.streams.apps import PerAppStream
@@ -19,10 +19,12 @@ if t.TYPE_CHECKING:
     import requests
     from singer_sdk.helpers.types import Context
 
+    from tap_accessgov.engine.stream import TapStream
+
 Record = dict[str, t.Any]
 
 
-def owners(response: requests.Response, stream: RefusableStream) -> t.Iterator[Record]:
+def owners(response: requests.Response, stream: TapStream) -> t.Iterator[Record]:
     """The users of a page, each its id as ``userId`` (one without an id is skipped, with a
     warning naming the call, never the user's values)."""
     for user in page_body(response).get("list") or []:
@@ -33,7 +35,7 @@ def owners(response: requests.Response, stream: RefusableStream) -> t.Iterator[R
             stream.warn_once(f"Skipping an owner without an id ({stream.name})")
 
 
-class AppOwnersStream(QueryPaging, RefusableStream, PerAppStream):
+class AppOwnersStream(QueryPaging, RefusablePartitionsStream, PerAppStream):
     """``GET /api/v1/apps/{app_id}/owners`` for every app."""
 
     name = "app_owners"
@@ -51,7 +53,7 @@ class AppOwnersStream(QueryPaging, RefusableStream, PerAppStream):
         return super().post_process({"appId": (context or {}).get("appId"), **row}, context)
 
 
-class EntitlementOwnersStream(QueryPaging, RefusableStream, PerEntitlementStream):
+class EntitlementOwnersStream(QueryPaging, RefusablePartitionsStream, PerEntitlementStream):
     """``GET /api/v1/apps/{app_id}/entitlements/{entitlement_id}/owners`` for every app
     entitlement (the v1 list: every release has it; the v2 lists only 2026 releases)."""
 

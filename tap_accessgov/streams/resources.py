@@ -13,9 +13,8 @@ import typing as t
 from typing_extensions import override
 
 from tap_accessgov import schemas
-from tap_accessgov.engine.partitions import ConcurrentPartitionsStream
 from tap_accessgov.engine.read_once import ReadOnce
-from tap_accessgov.engine.refused import RefusableStream
+from tap_accessgov.engine.refused import RefusablePartitionsStream
 from tap_accessgov.paging import QueryPaging, viewed_objects
 from tap_accessgov.streams.apps import AppsStream, PerAppStream
 
@@ -29,7 +28,7 @@ if t.TYPE_CHECKING:
 Record = dict[str, t.Any]
 
 
-class AppResourceTypesStream(QueryPaging, RefusableStream, PerAppStream):
+class AppResourceTypesStream(QueryPaging, RefusablePartitionsStream, PerAppStream):
     """``GET /api/v1/apps/{app_id}/resource_types`` for every app: the ``appResourceType`` of
     each view."""
 
@@ -49,7 +48,9 @@ class AppResourceTypesStream(QueryPaging, RefusableStream, PerAppStream):
 
     def resource_types(self) -> list[tuple[str, str]]:
         """(app id, resource type id) of every resource type, in catalog order; the apps not
-        read yet in this run are read now."""
+        read yet in this run are read now. Refused by the service (this run), the refusal."""
+        if self.refusal is not None:
+            raise self.refusal
         return [
             (partition["appId"], type_id)
             for partition in self.partitions
@@ -63,7 +64,7 @@ class AppResourceTypesStream(QueryPaging, RefusableStream, PerAppStream):
         return viewed_objects(response, "appResourceType", self.logger)
 
 
-class AppResourcesStream(QueryPaging, RefusableStream, ConcurrentPartitionsStream):
+class AppResourcesStream(QueryPaging, RefusablePartitionsStream):
     """``GET /api/v1/apps/{app_id}/resource_types/{id}/resources`` for every resource type of
     every app: the ``appResource`` of each view."""
 
