@@ -165,9 +165,19 @@ def test_the_log_reads_every_run_in_order_and_the_prune_keeps_what_it_has_not_re
     assert exclusions.read_text() == exclusion("C", S4) + "\n"
     assert users.read_text() == USER_C + "\n"
 
+    # A log begun before one of its columns was declared (a release that reads one more
+    # field): the next build adds the column, null in the rows logged before.
+    import duckdb
+
+    with duckdb.connect(str(database)) as db:
+        db.execute("ALTER TABLE access.history_users DROP COLUMN display_name")
+
     # A full refresh rebuilds the marts but never the logs: the history stays whole.
     meltano("invoke", "dbt-duckdb", *SELECTED, "--full-refresh", env=env)
     assert history(database) == expected
+    assert Counter(
+        query(database, "SELECT id, display_name, change_type FROM access.history_users")
+    ) == Counter([("C", None, "added"), (None, None, "snapshot")])
 
 
 def test_every_full_table_stream_has_a_change_log() -> None:

@@ -21,10 +21,16 @@
       the raw copies before it are not needed (prune_raw_snapshots). Several runs loaded
       between two builds are each read, in order; a raw table not loaded yet gives no rows.
       Never rebuilt from scratch (full_refresh=false): the copies it replaced are gone.
+      A column declared after the log began (a field a newer release reads) is added to it
+      (on_schema_change) and read as null from the rows logged before: a row's hash takes
+      an unset column as empty text, so a row whose new field is unset keeps its hash, and
+      one whose new field is set is logged removed and added again once, at the first
+      snapshot read with the column.
     -#}
     {{ config(
         materialized='incremental',
         incremental_strategy='append',
+        on_schema_change='append_new_columns',
         full_refresh=false,
         meta={'full_table_stream': stream},
     ) }}
@@ -62,9 +68,14 @@ new_snapshots as (
 present as (
     {%- if is_incremental() %}
     -- number 0: the rows present at the last captured snapshot, the latest change of each
+    {%- set logged_columns = history_logged_columns() %}
     select
         {%- for column in columns %}
+        {%- if snake_case(column) in logged_columns %}
         logged.{{ snake_case(column) }},
+        {%- else %}
+        cast(null as {{ dbt.type_string() }}) as {{ snake_case(column) }},  -- declared since
+        {%- endif %}
         {%- endfor %}
         logged.row_hash,
         0 as snapshot_number
@@ -153,6 +164,18 @@ where neighbours.{{ neighbour }} is null
             {%- for column in source.columns.values() if column.name != 'snapshotAt' -%}
                 {%- do found.append(column.name) -%}
             {%- endfor -%}
+        {%- endfor -%}
+    {%- endif -%}
+    {{ return(found) }}
+{%- endmacro %}
+
+{% macro history_logged_columns() -%}
+    {#- The columns the history model's table has (lowercase names): those declared when it
+        began, and those added since (none while parsing). -#}
+    {%- set found = [] -%}
+    {%- if execute -%}
+        {%- for column in adapter.get_columns_in_relation(this) -%}
+            {%- do found.append(column.name | lower) -%}
         {%- endfor -%}
     {%- endif -%}
     {{ return(found) }}

@@ -1,0 +1,1 @@
+{{ full_table_history('app_resource_types') }}
