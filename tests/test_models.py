@@ -881,13 +881,25 @@ def test_staging_reads_unset_fields_as_null_and_the_latest_copy_on_duckdb(
             f'{{"id": "a2", "displayName": "Slack", "updatedAt": "2026-01-01T00:00:00Z", {at}}}',
         ],
         "app_entitlements": [
-            f'{{"appId": "a1", "id": "e1", "displayName": "", "updatedAt": "2026-01-01T00:00:00Z", {at}}}',
+            f'{{"appId": "a1", "id": "e1", "displayName": "", "updatedAt": "2026-01-01T00:00:00Z", '
+            f'"appResourceTypeId": "", "appResourceId": "r1", "riskLevelValueId": "", '
+            f'"complianceFrameworkValueIds": ["f2", "f1", "", "f1"], {at}}}',
         ],
         "users": [
             f'{{"id": "u1", "displayName": "", "email": "", "status": "UNKNOWN", '
-            f'"directoryStatus": "", "updatedAt": "2026-01-01T00:00:00Z", {at}}}',
+            f'"directoryStatus": "", "roleIds": [], "updatedAt": "2026-01-01T00:00:00Z", {at}}}',
             f'{{"id": "u2", "displayName": "Ada", "email": "ada@example.com", "status": "ENABLED", '
-            f'"directoryStatus": "DISABLED", "updatedAt": "2026-01-01T00:00:00Z", {at}}}',
+            f'"directoryStatus": "DISABLED", "roleIds": ["r-admin", "r-auditor"], '
+            f'"updatedAt": "2026-01-01T00:00:00Z", {at}}}',
+        ],
+        # a sync that failed (nanoseconds), one whose unset fields were sent empty, and one
+        # that never synced (no status)
+        "connectors": [
+            f'{{"appId": "a1", "id": "c1", "status": {{"status": "SYNC_STATUS_ERROR", '
+            f'"completedAt": "2026-01-01T00:00:00.123456789Z", "lastError": "boom"}}, {at}}}',
+            f'{{"appId": "a1", "id": "c2", "status": {{"status": "SYNC_STATUS_UNSPECIFIED", '
+            f'"completedAt": "", "lastError": ""}}, {at}}}',
+            f'{{"appId": "a1", "id": "c3", {at}}}',
         ],
         "automation_exclusions": [
             f'{{"appId": "a1", "appEntitlementId": "e1", "appUserId": "", "userId": "u1", {at}}}',
@@ -919,9 +931,11 @@ def test_staging_reads_unset_fields_as_null_and_the_latest_copy_on_duckdb(
                 "automation_exclusions",
                 "app_users",
                 "grants",
+                "connectors",
             )
         ],
-        # streams this test does not look at, loaded empty
+        # streams this test does not look at, loaded empty (the other scoping streams: none
+        # loaded, as from a tap that does not have them or a service that refuses them)
         "tasks": [],
         "access_reviews": [],
     }
@@ -958,6 +972,28 @@ def test_staging_reads_unset_fields_as_null_and_the_latest_copy_on_duckdb(
             "SELECT epoch_us(granted_at), scheduled_end_at, originating_ticket_id "
             "FROM {schema}.stg_grants"
         ) == [(1714979289123456, None, None)]
+        # what an entitlement is on and how it is rated; arrays one row per item, each once
+        assert query(
+            "SELECT app_resource_type_id, app_resource_id, risk_level_value_id "
+            "FROM {schema}.stg_app_entitlements"
+        ) == [(None, "r1", None)]
+        assert query("SELECT * FROM {schema}.stg_app_entitlement_frameworks ORDER BY 3") == [
+            ("a1", "e1", "f1"),
+            ("a1", "e1", "f2"),
+        ]
+        assert query("SELECT * FROM {schema}.stg_user_roles ORDER BY 2") == [
+            ("u2", "r-admin"),
+            ("u2", "r-auditor"),
+        ]
+        assert query(
+            "SELECT connector_id, sync_status, epoch_us(sync_completed_at), last_error "
+            "FROM {schema}.stg_connectors ORDER BY 1"
+        ) == [
+            ("c1", "SYNC_STATUS_ERROR", 1767225600123456, "boom"),
+            ("c2", None, None, None),
+            ("c3", None, None, None),
+        ]
+        assert query("SELECT count(*) FROM {schema}.stg_entitlement_owners") == [(0,)]
         assert query(
             "SELECT event_type, lifecycle_action, ticket_id FROM {schema}.stg_grant_events "
             "ORDER BY event_at"
