@@ -173,6 +173,62 @@ QUESTIONS = {
         WHERE reason = 'self_approved'
         ORDER BY granted_at DESC, app, entitlement LIMIT {shown}
     """,
+    "The SOX-scoped access held now, by reviewer (current_grants of the entitlements under "
+    "SOX, entitlement_reviewers: their owners, else their app's; most grants first)": """
+        WITH sox AS (
+            SELECT held.app_id, held.app_entitlement_id, held.app_user_id
+            FROM {models}.current_grants AS held
+            JOIN {models}.stg_app_entitlement_frameworks AS frameworks
+                ON frameworks.app_id = held.app_id
+                AND frameworks.app_entitlement_id = held.app_entitlement_id
+            JOIN {models}.stg_attribute_values AS framework
+                ON framework.attribute_value_id = frameworks.framework_value_id
+            WHERE framework.value = 'SOX'
+        )
+        SELECT coalesce(reviewers.user_display_name, reviewers.user_id, '(nobody)') AS reviewer,
+               reviewers.user_status AS reviewer_status, reviewers.reviewer_source AS reviews_as,
+               count(DISTINCT sox.app_id || '/' || sox.app_entitlement_id) AS entitlements,
+               count(*) AS grants, count(DISTINCT sox.app_user_id) AS app_users,
+               count(*) OVER () AS reviewers_in_total
+        FROM sox
+        LEFT JOIN {models}.entitlement_reviewers AS reviewers
+            ON reviewers.app_id = sox.app_id
+            AND reviewers.app_entitlement_id = sox.app_entitlement_id
+        GROUP BY reviewers.user_id, reviewers.user_display_name, reviewers.user_status,
+                 reviewers.reviewer_source
+        ORDER BY grants DESC, reviewer LIMIT {shown}
+    """,
+    "Entitlements nobody owns, and the service's admins who have left (unowned_entitlements: "
+    "held now, no owner of their own; service_role_holders: an admin role, disabled or deleted "
+    "in the directory or the service)": """
+        WITH findings AS (
+            SELECT 'entitlement nobody owns' AS finding, catalog.app_display_name AS app,
+                   unowned.app_entitlement_display_name AS entitlement_or_role,
+                   CAST(NULL AS VARCHAR) AS person, CAST(NULL AS VARCHAR) AS directory_status,
+                   CAST(NULL AS VARCHAR) AS service_status, unowned.grants_held
+            FROM {models}.unowned_entitlements AS unowned
+            JOIN {models}.entitlement_catalog AS catalog
+                ON catalog.app_id = unowned.app_id
+                AND catalog.app_entitlement_id = unowned.app_entitlement_id
+            UNION ALL
+            SELECT 'admin who has left', NULL, holders.role_display_name,
+                   coalesce(holders.user_display_name, holders.user_id), users.directory_status,
+                   holders.user_status, NULL
+            FROM {models}.service_role_holders AS holders
+            JOIN {models}.stg_users AS users ON users.user_id = holders.user_id
+            WHERE holders.role_display_name LIKE '%Admin'
+              AND (holders.user_status IN ('DISABLED', 'DELETED')
+                   OR users.directory_status IN ('DISABLED', 'DELETED'))
+        )
+        SELECT *, count(*) OVER (PARTITION BY finding) AS of_this_kind
+        FROM findings
+        ORDER BY row_number() OVER (
+                     PARTITION BY finding
+                     ORDER BY grants_held DESC NULLS LAST, entitlement_or_role <> 'Super Admin',
+                              app, entitlement_or_role, person
+                 ), finding
+        LIMIT {shown}
+    """,
     "Decertified in a closed access review and still held (access_review_decisions)": """
         SELECT access_review_name AS review, access_review_closed_at AS review_closed,
                app_display_name AS app, app_entitlement_display_name AS entitlement,

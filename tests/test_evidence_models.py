@@ -44,6 +44,7 @@ from tests.test_models import (
     truth,
     us,
 )
+from tests.test_models import QUERIES as MODEL_QUERIES
 from tests.test_models import compare as compare_access_history
 
 KINDS_ABOUT_A_GRANT = ("grant", "revoke", "certify")
@@ -431,7 +432,8 @@ def builds_before_the_feed_and_without_grants(
       feed began, access_as_of answers from the service's ended grants and grants held now;
     - then no complete snapshot of grants (every run that read it failed half-way):
       current_grants is the fold of the feed, every row says so, and there is nothing to
-      disagree with."""
+      disagree with; built as of the tenant's end, which its connectors synced hours and
+      days before (or never), connector_freshness tells the stale from the fresh."""
     jsonl = tmp_path / "jsonl-copy"
     shutil.copytree(tmp_path / "jsonl", jsonl)
     database = tmp_path / "copy.duckdb"
@@ -461,7 +463,11 @@ def builds_before_the_feed_and_without_grants(
         line for line in path.read_text().splitlines() if json.loads(line)["stream"] != "grants"
     ]
     path.write_text("\n".join(kept) + "\n")
-    meltano("run", "dbt-duckdb:build", env=env)
+    meltano("run", "dbt-duckdb:build", env=env | {"ACCESSGOV_AS_OF": format_ns(ds.end_ns)})
+    fresh = truth(ds, ds.end_ns, unknown_apps=frozenset({gone}))["connector_freshness"]
+    assert {row[-1] for row in fresh} == {True, False}
+    assert {row[-2] >= 0 for row in fresh if row[-2] is not None} == {True}
+    assert Counter(query(MODEL_QUERIES["connector_freshness"])) == fresh
     named = catalog_names(ds, frozenset({gone}))
     folded = Counter(
         (

@@ -58,6 +58,13 @@ def test_a_fresh_clone_runs_the_demo_and_the_job(
     assert added, demo[-3000:]
     assert int(added[1]) == 750 + int(added[2])
     assert "What the answers say now that they did not after the first run:" in demo
+    # what an audit is scoped by, answered with names (issue 67)
+    by_reviewer = answer(demo, "The SOX-scoped access held now, by reviewer")
+    assert by_reviewer[0].split()[:3] == ["reviewer", "reviewer_status", "reviews_as"]
+    assert len(by_reviewer) > 2, by_reviewer  # the header, its rule, a reviewer at least
+    findings = "\n".join(answer(demo, "Entitlements nobody owns, and the service's admins"))
+    assert "entitlement nobody owns" in findings, findings
+    assert "admin who has left" in findings, findings
 
     # the project as a team's: `meltano` of the clone's own install, the README's exports
     version = run_commands([".venv/bin/tap-accessgov --version"], clone, shell)[0]
@@ -89,6 +96,21 @@ def test_a_fresh_clone_runs_the_demo_and_the_job(
         ), mart
     held = embedded.execute("SELECT count(*) FROM analytics.current_grants").fetchone()[0]
     assert held > 0
+
+
+def answer(printed: str, title: str) -> list[str]:
+    """The table the demo printed under the first answer whose title starts with ``title``
+    (after the first run): its header, its rule and its rows."""
+    lines = printed.split("== The answers, after the first run", 1)[1].splitlines()
+    start = next(n for n, line in enumerate(lines) if line.startswith(title))
+    table = []
+    for line in lines[start + 1 :]:
+        if not line.startswith("  ") or line.strip().startswith("... and"):
+            break
+        table.append(line.strip())
+    assert table, lines[start : start + 5]
+    assert table[-1] != "(none)", lines[start : start + 5]
+    return table
 
 
 # The tenant as the README's export lines give it (the emulator's in place of a tenant's)

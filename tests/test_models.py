@@ -26,7 +26,8 @@ from pathlib import Path
 import pytest
 
 from emulator import Dataset, Emulator, lifecycle, system_log
-from emulator.timefmt import format_ns
+from emulator.catalog import app_entitlement_object
+from emulator.timefmt import format_ns, parse_rfc3339
 from tests.conftest import (
     STREAMS,
     libpq_env,
@@ -220,6 +221,161 @@ def before_the_feed(ds: Dataset) -> int:
     return max(p.revoked_at for p in ds.past_grants() if p.revoked_at < month_before)
 
 
+# ----- what an audit is scoped by (issue 67) ----------------------------------------------------
+
+HOUR_US = 3_600 * 10**6
+STALE_SYNC_HOURS = 24  # the package's default (var stale_sync_hours)
+
+
+def catalog_entitlements(
+    ds: Dataset, unknown_apps: frozenset[str] = frozenset()
+) -> dict[tuple[str, str], dict[str, t.Any]]:
+    """The app entitlements the catalog lists now, as the service sends them, by (app id,
+    entitlement id); none of an app left out of it (``unknown_apps``)."""
+    found = {}
+    for position in ds.current_apps():
+        app = ds.catalog_apps[position]
+        if app.id in unknown_apps:
+            continue
+        for k, entitlement_id in enumerate(app.entitlement_ids):
+            if ds.entitlement_exists(position, k):
+                found[(app.id, entitlement_id)] = app_entitlement_object(ds.catalog, position, k)
+    return found
+
+
+def user_records(ds: Dataset, *, read_directory: bool = True) -> dict[str, dict[str, t.Any]]:
+    """The User objects the tap reads into ``users``, by id: the directory as it lists them
+    now, or with read_directory false the users of the exclusion entries."""
+    if read_directory:
+        people = ds.directory.listed()
+    else:
+        excluded = set(listed_users(ds, read_directory=False))
+        people = [u for u in range(ds.directory.people) if ds.directory.record(u)["id"] in excluded]
+    return {record["id"]: record for record in map(ds.directory.record, people)}
+
+
+def scoping_truth(
+    ds: Dataset,
+    as_of: int,
+    periods: list[Period],
+    unknown_apps: frozenset[str] = frozenset(),
+    *,
+    read_directory: bool = True,
+) -> dict[str, Counter]:
+    """What the scoping marts must hold, from the emulator's catalog, resources, attribute
+    values, owners, roles and connectors (``Dataset``'s ground truth), its directory and the
+    grant periods held at ``as_of``: the ratings and owners of the catalog as it is now."""
+    named = catalog_names(ds, unknown_apps)
+    person = people(ds, read_directory=read_directory)
+    users = listed_users(ds, read_directory=read_directory)
+    entitlements = catalog_entitlements(ds, unknown_apps)
+    values = {value["id"]: value["value"] for value in ds.attribute_values()}
+    types = {(rt["appId"], rt["id"]): rt["displayName"] or None for rt in ds.app_resource_types()}
+    resources = {
+        (r["appId"], r["appResourceTypeId"], r["id"]): r["displayName"] or None
+        for r in ds.app_resources()
+    }
+    own, app_owners = ds.entitlement_owners(), ds.app_owners()
+    roles = {role["id"]: role["displayName"] or None for role in ds.iam_roles()}
+
+    def value(value_id: str | None) -> str | None:
+        """An attribute value's text, its id where the values do not name it."""
+        return values.get(value_id, value_id) if value_id else None
+
+    def frameworks(entitlement: dict[str, t.Any] | None) -> list[str]:
+        ids = dict.fromkeys((entitlement or {}).get("complianceFrameworkValueIds") or [])
+        return sorted(t.cast(str, value(f)) for f in ids if f)
+
+    def reviewers(key: tuple[str, str]) -> list[tuple[dict[str, t.Any], str]]:
+        if own.get(key):
+            return [(owner, "entitlement_owner") for owner in own[key]]
+        return [(owner, "app_owner") for owner in app_owners.get(key[0], [])]
+
+    def reviewer(owner: dict[str, t.Any]) -> tuple[str | None, str | None, str | None]:
+        """(email, display name, status): as ``users`` lists the owner now, else as the
+        owner list sent them (someone the directory no longer lists)."""
+        if (listed := users.get(owner["id"])) is not None:
+            return listed[1], listed[0], listed[2]
+        return (
+            owner.get("email") or None,
+            owner.get("displayName") or None,
+            unset_is_null(owner.get("status")),
+        )
+
+    def freshness(connector: dict[str, t.Any]) -> tuple[t.Any, ...]:
+        status = connector.get("status") or {}
+        completed = status.get("completedAt")
+        done = us(parse_rfc3339(completed)) if completed else None
+        elapsed = None if done is None else t.cast(int, us(as_of)) - done
+        return (
+            connector["appId"],
+            connector["id"],
+            None
+            if status.get("status") in (None, "", "SYNC_STATUS_UNSPECIFIED")
+            else status["status"],
+            done,
+            status.get("lastError") or None,
+            None if elapsed is None else elapsed // HOUR_US,
+            elapsed is None or elapsed > STALE_SYNC_HOURS * HOUR_US,
+        )
+
+    def in_review(held: Period) -> list[tuple[t.Any, ...]]:
+        """A grant held at as_of, once per framework of its entitlement (once without)."""
+        entitlement = entitlements.get((held.app_id, held.app_entitlement_id))
+        owner, _, email, *_ = person(held.app_id, held.app_user_id)
+        risk = value((entitlement or {}).get("riskLevelValueId"))
+        return [
+            (*held[:3], owner, email, framework, risk, us(held.granted_at))
+            for framework in frameworks(entitlement) or [None]
+        ]
+
+    held_now = Counter(grant[:2] for grant in ds.current_grants())
+    return {
+        "entitlement_catalog": Counter(
+            (
+                *named(*key),
+                entitlement["appResourceTypeId"] or None,
+                types.get((key[0], entitlement["appResourceTypeId"])),
+                entitlement["appResourceId"] or None,
+                resources.get(
+                    (key[0], entitlement["appResourceTypeId"], entitlement["appResourceId"])
+                ),
+                value(entitlement["riskLevelValueId"]),
+                ", ".join(frameworks(entitlement)) or None,
+                len(own.get(key, [])),
+            )
+            for key, entitlement in entitlements.items()
+        ),
+        "entitlement_reviewers": Counter(
+            (*key, owner["id"], *reviewer(owner), source)
+            for key in entitlements
+            for owner, source in reviewers(key)
+        ),
+        "access_review_population": Counter(
+            row for held in held_at(periods, as_of) for row in in_review(held)
+        ),
+        "unowned_entitlements": Counter(
+            (*key, named(*key)[3], grants)
+            for key, grants in held_now.items()
+            if key in entitlements and not own.get(key)
+        ),
+        "service_role_holders": Counter(
+            (
+                user_id,
+                users[user_id][1],
+                users[user_id][0],
+                users[user_id][2],
+                role,
+                roles.get(role),
+            )
+            for user_id, record in user_records(ds, read_directory=read_directory).items()
+            for role in dict.fromkeys(record.get("roleIds") or [])
+            if role
+        ),
+        "connector_freshness": Counter(map(freshness, ds.connectors())),
+    }
+
+
 def truth(
     ds: Dataset,
     as_of: int,
@@ -262,7 +418,7 @@ def truth(
             )
         ):
             counts[n] += counted
-    return {
+    return scoping_truth(ds, as_of, periods, unknown_apps, read_directory=read_directory) | {
         "grant_intervals": Counter(
             (
                 *named(i.app_id, i.app_entitlement_id),
@@ -340,6 +496,14 @@ def truth(
     }
 
 
+SCOPING_MARTS = (
+    "entitlement_catalog",
+    "entitlement_reviewers",
+    "access_review_population",
+    "unowned_entitlements",
+    "service_role_holders",
+    "connector_freshness",
+)
 NAMED = "app_id, app_display_name, app_entitlement_id, app_entitlement_display_name"
 PERSON = "user_id, user_display_name, user_email, user_status, user_directory_status"
 ACCOUNT = "app_user_type, app_user_status"
@@ -363,7 +527,24 @@ QUERIES = {
     "email, status, directory_status, holds_entitlement FROM {schema}.excluded_users",
     "access_as_of": f"SELECT {NAMED}, app_user_id, {{granted_at}}, "
     f"granted_ticket_id, {PERSON} FROM {{schema}}.access_as_of",
+    "entitlement_catalog": f"SELECT {NAMED}, app_resource_type_id, "
+    "app_resource_type_display_name, app_resource_id, app_resource_display_name, risk_level, "
+    "compliance_frameworks, owner_count FROM {schema}.entitlement_catalog",
+    "entitlement_reviewers": "SELECT app_id, app_entitlement_id, user_id, user_email, "
+    "user_display_name, user_status, reviewer_source FROM {schema}.entitlement_reviewers",
+    "access_review_population": "SELECT app_id, app_entitlement_id, app_user_id, user_id, "
+    "user_email, compliance_framework, risk_level, {granted_at} "
+    "FROM {schema}.access_review_population",
+    "unowned_entitlements": "SELECT app_id, app_entitlement_id, app_entitlement_display_name, "
+    "grants_held FROM {schema}.unowned_entitlements",
+    "service_role_holders": "SELECT user_id, user_email, user_display_name, user_status, "
+    "role_id, role_display_name FROM {schema}.service_role_holders",
+    "connector_freshness": "SELECT app_id, connector_id, sync_status, "
+    "{last_sync_completed_at}, last_error, hours_since_sync, is_stale "
+    "FROM {schema}.connector_freshness",
 }
+# The instants the queries read as epoch microseconds ({granted_at}...), on every engine.
+INSTANTS = ("granted_at", "revoked_at", "scheduled_end_at", "occurred_at", "last_sync_completed_at")
 
 
 def compare(query: t.Callable[[str], list[tuple]], expected: dict[str, Counter]) -> None:
@@ -380,8 +561,18 @@ def compare(query: t.Callable[[str], list[tuple]], expected: dict[str, Counter])
         "inactive_users_with_access",
         "unowned_accounts_with_access",
         "feed_vs_service_by_app",
+        *SCOPING_MARTS,
     ):
         assert expected[model], model
+    # each rule of the scoping marts has rows to hold it
+    catalog = expected["entitlement_catalog"]
+    assert {row[4] is None for row in catalog} == {True, False}, "entitlements on no resource"
+    assert {row[9] is None for row in catalog} == {True, False}, "entitlements under no framework"
+    assert {row[-1] for row in expected["entitlement_reviewers"]} == {
+        "entitlement_owner",
+        "app_owner",
+    }
+    assert {row[5] is None for row in expected["access_review_population"]} == {True, False}
     kinds = Counter(row[-1] for row in expected["feed_vs_service_grants"])
     assert kinds["unknown_to_feed"], "grants older than the feed"
     assert Counter(row[7] for row in expected["current_grants"])[False], "feed_knows false"
@@ -482,13 +673,7 @@ def duckdb_query(database: Path) -> t.Callable[[str], list[tuple]]:
     def query(sql: str) -> list[tuple]:
         with duckdb.connect(str(database), read_only=True) as db:
             return db.execute(
-                sql.format(
-                    schema="access",
-                    granted_at="epoch_us(granted_at)",
-                    revoked_at="epoch_us(revoked_at)",
-                    scheduled_end_at="epoch_us(scheduled_end_at)",
-                    occurred_at="epoch_us(occurred_at)",
-                )
+                sql.format(schema="access", **{c: f"epoch_us({c})" for c in INSTANTS})
             ).fetchall()
 
     return query
@@ -516,13 +701,7 @@ def postgres_models_query(
 
     def query(sql: str) -> list[tuple[t.Any, ...]]:
         rows: list[tuple[t.Any, ...]] = connection.execute(
-            sql.format(
-                schema=schema + "_models",
-                granted_at=postgres_epoch_us("granted_at"),
-                revoked_at=postgres_epoch_us("revoked_at"),
-                scheduled_end_at=postgres_epoch_us("scheduled_end_at"),
-                occurred_at=postgres_epoch_us("occurred_at"),
-            )
+            sql.format(schema=schema + "_models", **{c: postgres_epoch_us(c) for c in INSTANTS})
         ).fetchall()
         return rows
 
@@ -701,14 +880,7 @@ def spark_models(
         with duckdb.connect() as db:
             for model, files in tables.items():
                 sql = sql.replace(f"{{schema}}.{model}", files)
-            return db.execute(
-                sql.format(
-                    granted_at="epoch_us(granted_at)",
-                    revoked_at="epoch_us(revoked_at)",
-                    scheduled_end_at="epoch_us(scheduled_end_at)",
-                    occurred_at="epoch_us(occurred_at)",
-                )
-            ).fetchall()
+            return db.execute(sql.format(**{c: f"epoch_us({c})" for c in INSTANTS})).fetchall()
 
     return env, query
 
@@ -881,13 +1053,25 @@ def test_staging_reads_unset_fields_as_null_and_the_latest_copy_on_duckdb(
             f'{{"id": "a2", "displayName": "Slack", "updatedAt": "2026-01-01T00:00:00Z", {at}}}',
         ],
         "app_entitlements": [
-            f'{{"appId": "a1", "id": "e1", "displayName": "", "updatedAt": "2026-01-01T00:00:00Z", {at}}}',
+            f'{{"appId": "a1", "id": "e1", "displayName": "", "updatedAt": "2026-01-01T00:00:00Z", '
+            f'"appResourceTypeId": "", "appResourceId": "r1", "riskLevelValueId": "", '
+            f'"complianceFrameworkValueIds": ["f2", "f1", "", "f1"], {at}}}',
         ],
         "users": [
             f'{{"id": "u1", "displayName": "", "email": "", "status": "UNKNOWN", '
-            f'"directoryStatus": "", "updatedAt": "2026-01-01T00:00:00Z", {at}}}',
+            f'"directoryStatus": "", "roleIds": [], "updatedAt": "2026-01-01T00:00:00Z", {at}}}',
             f'{{"id": "u2", "displayName": "Ada", "email": "ada@example.com", "status": "ENABLED", '
-            f'"directoryStatus": "DISABLED", "updatedAt": "2026-01-01T00:00:00Z", {at}}}',
+            f'"directoryStatus": "DISABLED", "roleIds": ["r-admin", "r-auditor"], '
+            f'"updatedAt": "2026-01-01T00:00:00Z", {at}}}',
+        ],
+        # a sync that failed (nanoseconds), one whose unset fields were sent empty, and one
+        # that never synced (no status)
+        "connectors": [
+            f'{{"appId": "a1", "id": "c1", "status": {{"status": "SYNC_STATUS_ERROR", '
+            f'"completedAt": "2026-01-01T00:00:00.123456789Z", "lastError": "boom"}}, {at}}}',
+            f'{{"appId": "a1", "id": "c2", "status": {{"status": "SYNC_STATUS_UNSPECIFIED", '
+            f'"completedAt": "", "lastError": ""}}, {at}}}',
+            f'{{"appId": "a1", "id": "c3", {at}}}',
         ],
         "automation_exclusions": [
             f'{{"appId": "a1", "appEntitlementId": "e1", "appUserId": "", "userId": "u1", {at}}}',
@@ -919,9 +1103,11 @@ def test_staging_reads_unset_fields_as_null_and_the_latest_copy_on_duckdb(
                 "automation_exclusions",
                 "app_users",
                 "grants",
+                "connectors",
             )
         ],
-        # streams this test does not look at, loaded empty
+        # streams this test does not look at, loaded empty (the other scoping streams: none
+        # loaded, as from a tap that does not have them or a service that refuses them)
         "tasks": [],
         "access_reviews": [],
     }
@@ -958,6 +1144,28 @@ def test_staging_reads_unset_fields_as_null_and_the_latest_copy_on_duckdb(
             "SELECT epoch_us(granted_at), scheduled_end_at, originating_ticket_id "
             "FROM {schema}.stg_grants"
         ) == [(1714979289123456, None, None)]
+        # what an entitlement is on and how it is rated; arrays one row per item, each once
+        assert query(
+            "SELECT app_resource_type_id, app_resource_id, risk_level_value_id "
+            "FROM {schema}.stg_app_entitlements"
+        ) == [(None, "r1", None)]
+        assert query("SELECT * FROM {schema}.stg_app_entitlement_frameworks ORDER BY 3") == [
+            ("a1", "e1", "f1"),
+            ("a1", "e1", "f2"),
+        ]
+        assert query("SELECT * FROM {schema}.stg_user_roles ORDER BY 2") == [
+            ("u2", "r-admin"),
+            ("u2", "r-auditor"),
+        ]
+        assert query(
+            "SELECT connector_id, sync_status, epoch_us(sync_completed_at), last_error "
+            "FROM {schema}.stg_connectors ORDER BY 1"
+        ) == [
+            ("c1", "SYNC_STATUS_ERROR", 1767225600123456, "boom"),
+            ("c2", None, None, None),
+            ("c3", None, None, None),
+        ]
+        assert query("SELECT count(*) FROM {schema}.stg_entitlement_owners") == [(0,)]
         assert query(
             "SELECT event_type, lifecycle_action, ticket_id FROM {schema}.stg_grant_events "
             "ORDER BY event_at"

@@ -42,3 +42,13 @@
     where (granted_at is null or granted_at <= {{ as_of_instant(at) }})
       and (revoked_at is null or revoked_at > {{ as_of_instant(at) }})
 {%- endmacro %}
+
+{% macro stale_sync_hours() -%}
+    {#- How many hours after its last sync a connector's data is stale: the var stale_sync_hours,
+        else ACCESSGOV_STALE_SYNC_HOURS, else 24 (a number: anything else fails the build). -#}
+    {%- set value = var('stale_sync_hours', env_var('ACCESSGOV_STALE_SYNC_HOURS', '24')) | string -%}
+    {%- if not modules.re.fullmatch('[0-9]+([.][0-9]+)?', value.strip()) -%}
+        {%- do exceptions.raise_compiler_error("stale_sync_hours: a number of hours, not '" ~ value ~ "'") -%}
+    {%- endif -%}
+    {{- return(value.strip()) -}}
+{%- endmacro %}

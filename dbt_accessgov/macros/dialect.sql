@@ -25,6 +25,40 @@
     cast({{ expression }} as {{ type_timestamp_tz() }})
 {%- endmacro %}
 
+{% macro epoch_microseconds(expression) -%}
+    {#- An instant as whole microseconds since 1970 (bigint): how far apart two instants are. -#}
+    {{ return(adapter.dispatch('epoch_microseconds', 'accessgov')(expression)) }}
+{%- endmacro %}
+
+{% macro default__epoch_microseconds(expression) -%}
+    {#- PostgreSQL's epoch is an exact numeric (DuckDB's a double: its own variant). -#}
+    cast(extract(epoch from {{ expression }}) * 1000000 as {{ dbt.type_bigint() }})
+{%- endmacro %}
+
+{% macro duckdb__epoch_microseconds(expression) -%}
+    epoch_us({{ expression }})
+{%- endmacro %}
+
+{% macro spark__epoch_microseconds(expression) -%}
+    unix_micros({{ expression }})
+{%- endmacro %}
+
+{% macro sorted_text_list(expression, separator) -%}
+    {#- An aggregate: the group's texts in order, joined by `separator` (a SQL string); null when
+        every one is null. -#}
+    {{ return(adapter.dispatch('sorted_text_list', 'accessgov')(expression, separator)) }}
+{%- endmacro %}
+
+{% macro default__sorted_text_list(expression, separator) -%}
+    string_agg({{ expression }}, {{ separator }} order by {{ expression }})
+{%- endmacro %}
+
+{% macro spark__sorted_text_list(expression, separator) -%}
+    {#- collect_list skips nulls; a group of nulls only is null, as string_agg's. -#}
+    case when count({{ expression }}) > 0
+    then array_join(array_sort(collect_list({{ expression }})), {{ separator }}) end
+{%- endmacro %}
+
 {% macro json_text(column, key) -%}
     {{ return(adapter.dispatch('json_text', 'accessgov')(column, key)) }}
 {%- endmacro %}

@@ -101,3 +101,26 @@
     {#- PostgreSQL rounds nanoseconds to the nearest microsecond: cut them off first. -#}
     {{ timestamp_tz("regexp_replace(" ~ expression ~ ", '([.][0-9]{6})[0-9]+', '\\1')") }}
 {%- endmacro %}
+
+{% macro json_string_array_rows(relation, column, alias) -%}
+    {{ return(adapter.dispatch('json_string_array_rows', 'accessgov')(relation, column, alias)) }}
+{%- endmacro %}
+
+{% macro default__json_string_array_rows(relation, column, alias) -%}
+    {#- DuckDB: one row per item of the array of strings `relation`.`column` (JSON), as `alias`. -#}
+    cross join (
+        select unnest(json_extract_string({{ relation }}.{{ column }}, '$[*]')) as {{ alias }}
+    ) as {{ alias }}_items
+{%- endmacro %}
+
+{% macro postgres__json_string_array_rows(relation, column, alias) -%}
+    {#- text[] (target-postgres's type for an array of strings), jsonb[] or jsonb: to_jsonb reads each. -#}
+    cross join lateral jsonb_array_elements_text(
+        case when jsonb_typeof(to_jsonb({{ relation }}.{{ column }})) = 'array'
+        then to_jsonb({{ relation }}.{{ column }}) end
+    ) as {{ alias }}_items({{ alias }})
+{%- endmacro %}
+
+{% macro spark__json_string_array_rows(relation, column, alias) -%}
+    lateral view explode(from_json({{ relation }}.{{ column }}, 'array<string>')) {{ alias }}_items as {{ alias }}
+{%- endmacro %}

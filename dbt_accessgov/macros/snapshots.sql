@@ -46,3 +46,13 @@
     ) as copies
     where copy_rank = 1
 {%- endmacro %}
+
+{% macro stream_was_read(stream) -%}
+    {#-
+      Whether any run has read `stream` in full (a boolean expression): a full-table stream
+      whose operation the service refuses, or that no run selected, has no complete snapshot,
+      and its empty staging model then says nothing (macros.yml). In a mart:
+          where {{ stream_was_read('entitlement_owners') }}
+    -#}
+    ((select count(*) from ({{ complete_snapshots(stream) }}) as read_snapshots) > 0)
+{%- endmacro %}
