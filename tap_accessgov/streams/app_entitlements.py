@@ -13,7 +13,6 @@ Contexts hold ids only (the SDK writes them into logs and state).
 
 from __future__ import annotations
 
-import functools
 import typing as t
 
 from typing_extensions import override
@@ -61,15 +60,11 @@ class AppEntitlementsStream(QueryPaging, PerAppStream):
     def entitlements(self, *, automated_only: bool = False) -> list[tuple[str, str]]:
         """(app id, entitlement id) of every app entitlement with automation on (or of all),
         in catalog order; the apps not read yet in this run are read now, concurrently."""
-        found = []
-        for partition in self.partitions:
-            read = functools.partial(self.records, partition)
-            found += [
-                (partition["appId"], entitlement_id)
-                for entitlement_id, automated in self._automated.of(partition["appId"], read)
-                if automated or not automated_only
-            ]
-        return found
+        return [
+            (app_id, entitlement_id)
+            for app_id, (entitlement_id, automated) in self.kept_by_app(self._automated)
+            if automated or not automated_only
+        ]
 
     @override
     def parse_response(self, response: requests.Response) -> t.Iterable[Record]:

@@ -4,6 +4,7 @@ by app (``app_entitlements``, ``app_users``, ``grants``: one partition per app, 
 
 from __future__ import annotations
 
+import functools
 import typing as t
 
 from typing_extensions import override
@@ -22,6 +23,7 @@ if t.TYPE_CHECKING:
     from tap_accessgov.engine.stream import ApiConnection
 
 Record = dict[str, t.Any]
+V = t.TypeVar("V")
 
 
 class AppsStream(QueryPaging, AccessGovStream):
@@ -74,3 +76,12 @@ class PerAppStream(ConcurrentPartitionsStream):
     @override
     def describe(self, context: Context) -> str:
         return f"app {context['appId']}"
+
+    def kept_by_app(self, kept: ReadOnce[str, V]) -> t.Iterator[tuple[str, V]]:
+        """(app id, what ``kept`` noted of a record) for every record of every app, in
+        catalog order: what the streams built on this one read of it. The apps this run has
+        not read in full are read now (``records``, which notes into ``kept``), unemitted."""
+        for partition in self.partitions:
+            app_id = partition["appId"]
+            for noted in kept.of(app_id, functools.partial(self.records, partition)):
+                yield app_id, noted

@@ -7,7 +7,6 @@ selected). A resource may sit in another (``parentAppResourceId``)."""
 
 from __future__ import annotations
 
-import functools
 import typing as t
 
 from typing_extensions import override
@@ -51,13 +50,7 @@ class AppResourceTypesStream(QueryPaging, RefusablePartitionsStream, PerAppStrea
         read yet in this run are read now. Refused by the service (this run), the refusal."""
         if self.refusal is not None:
             raise self.refusal
-        return [
-            (partition["appId"], type_id)
-            for partition in self.partitions
-            for type_id in self._ids.of(
-                partition["appId"], functools.partial(self.records, partition)
-            )
-        ]
+        return list(self.kept_by_app(self._ids))
 
     @override
     def parse_response(self, response: requests.Response) -> t.Iterable[Record]:
