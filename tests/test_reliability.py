@@ -28,7 +28,9 @@ from emulator import Dataset, Emulator, make_credential
 from emulator.tls import self_signed
 from tap_accessgov import retries
 from tap_accessgov.engine.concurrency import Workers, read_ahead
+from tap_accessgov.engine.partitions import ConcurrentPartitionsStream
 from tap_accessgov.retries import retry_after_seconds
+from tap_accessgov.streams import STREAM_TYPES
 from tap_accessgov.tap import TapAccessGov
 from tests.conftest import (
     BIN_TAP,
@@ -476,6 +478,32 @@ def test_every_successful_run_ends_with_the_whole_state(emulator: Emulator, tmp_
         == state["bookmarks"]["grant_feed"]["replication_key_value"]
     )
     assert set(last["value"]["bookmarks"]) == {*STREAMS, "full_table_snapshots"}
+
+
+def test_a_partitioned_stream_has_one_state_and_drops_the_partitions_of_an_older_one() -> None:
+    """A full-table stream read per app or per entitlement has nothing to resume: its state is
+    the stream's one, not an entry per partition that every STATE message would carry (the
+    small tenant's final state was 140 KB of them, its STATE messages 42% of the output).
+    A state an earlier release wrote with such entries loses them; bookmarks stay."""
+    partitioned = {
+        stream.name for stream in STREAM_TYPES if issubclass(stream, ConcurrentPartitionsStream)
+    }
+    assert {"app_entitlements", "automation_exclusions", "entitlement_owners"} <= partitioned
+    config = tap_config(shared_emulator())
+    first = sync(config)
+    assert first.counts()["entitlement_owners"] > 100
+    for state in first.states:
+        assert not any("partitions" in state["bookmarks"].get(name, {}) for name in partitioned)
+    assert len(json.dumps(first.state)) < 2_000, first.state
+    older = json.loads(json.dumps(first.state))
+    for name in partitioned:
+        older["bookmarks"][name] = {"partitions": [{"context": {"appId": "an-app"}}]}
+    selected = catalog_selecting(config, {"app_entitlements": None, "automation_exclusions": None})
+    second = sync(config, state=older, catalog=selected)
+    assert second.counts()["automation_exclusions"] > 0
+    assert second.state["bookmarks"]["app_entitlements"] == {}
+    assert second.state["bookmarks"]["automation_exclusions"] == {}
+    assert second.state["bookmarks"]["grant_feed"] == first.state["bookmarks"]["grant_feed"]
 
 
 @pytest.mark.parametrize("stream", ["grant_feed", "automation_exclusions", "users"])
