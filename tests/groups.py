@@ -15,10 +15,12 @@ be recorded where both see it.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 import typing as t
 from collections import defaultdict
+from pathlib import Path
 
 import pytest
 
@@ -28,6 +30,11 @@ GROUPS = {
     "e2e": "Meltano, loaders, dbt and PostgreSQL",
 }
 _E2E_FIXTURES = {"postgres", "warehouse_url", "meltano_plugins"}
+
+
+# Where a run writes every test's time, CPU and group as JSON, when set (the summary shows
+# only the ten slowest): what a change to the suite's time is measured with, test by test.
+TIMINGS_FILE = "ACCESSGOV_TEST_TIMINGS"
 
 
 class _Running:
@@ -127,6 +134,12 @@ def write_timings(terminalreporter: pytest.TerminalReporter) -> None:
     seen when it lands."""
     if not _Timings.seconds:
         return
+    if path := os.environ.get(TIMINGS_FILE):
+        every_test = {
+            test: {"seconds": seconds, "cpu": _Timings.cpu[test], "group": _Timings.group[test]}
+            for test, seconds in _Timings.seconds.items()
+        }
+        Path(path).write_text(json.dumps(every_test, indent=1))
     write = terminalreporter.write_line
     wall = time.monotonic() - _Timings.started
     terminalreporter.section("where the time went", sep="-")

@@ -256,6 +256,7 @@ def test_an_operation_the_service_refuses_costs_its_stream_alone_said_once(
     assert stream not in result.records
     said = [w for w in warnings if stream in w or operation in w]
     assert len(said) == 1, said
+    assert said[0].startswith(f"Skipping the stream {stream} this run: "), said[0]
     assert f"answered {status}" in said[0]
     assert operation in said[0]
     expected = truth(emulator.dataset)
@@ -348,7 +349,10 @@ def test_an_app_deleted_since_the_listing_is_skipped_once_a_partition_was_read(
     with caplog.at_level(logging.WARNING):
         result = sync(config, tap=tap)
     warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
-    assert [w for w in warnings if gone in w and "does not know it" in w]
+    (said,) = [w for w in warnings if gone in w]
+    # the partition, and the service's answer about it
+    assert said.startswith(f"Skipping app {gone}: the service does not know it ("), said
+    assert said.endswith(f"/apps/{gone}/connectors answered 404: app not found)"), said
     assert {r["appId"] for r in result.records["connectors"]} == {
         c["appId"] for c in emulator.dataset.connectors()
     }
