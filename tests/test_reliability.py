@@ -504,6 +504,10 @@ def test_a_partitioned_stream_has_one_state_and_drops_the_partitions_of_an_older
     assert second.state["bookmarks"]["app_entitlements"] == {}
     assert second.state["bookmarks"]["automation_exclusions"] == {}
     assert second.state["bookmarks"]["grant_feed"] == first.state["bookmarks"]["grant_feed"]
+    # streams only listed for another (the directory reads the exclusions' partitions) get
+    # no state of their own
+    alone = sync(config, catalog=catalog_selecting(config, {"users": None}))
+    assert alone.state == {"bookmarks": {"users": {}}}
 
 
 @pytest.mark.parametrize("stream", ["grant_feed", "automation_exclusions", "users"])

@@ -56,7 +56,9 @@ class ConcurrentPartitionsStream(AccessGovStream):
         if self._partitions is None:
             self._partitions = self.list_partitions()
             # what a state written before the one state per stream holds: nothing to resume
-            self.stream_state.pop("partitions", None)
+            # (read from the tap's state: ``stream_state`` would add an entry for a stream
+            # that is not selected, only listed for another: ``users``, ``app_resources``)
+            self.tap_state.get("bookmarks", {}).get(self.name, {}).pop("partitions", None)
         return self._partitions
 
     def list_partitions(self) -> list[dict[str, t.Any]]:
