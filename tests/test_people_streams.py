@@ -322,6 +322,13 @@ def test_users_read_no_exclusion_again_that_the_run_has_read(emulator: Emulator)
         ),
         ("tasks", "task", "/api/v1/search/tasks", "a task"),
         ("access_reviews", "accessReview", "/api/v1/access_reviews", "an access review"),
+        ("connectors", "connector", "/api/v1/apps/a1/connectors", "a connector"),
+        (
+            "app_resource_types",
+            "appResourceType",
+            "/api/v1/apps/a1/resource_types",
+            "an app resource type",
+        ),
     ],
 )
 def test_a_viewed_object_without_an_id_is_skipped_with_a_warning_naming_the_call(
