@@ -61,6 +61,7 @@ from tap_accessgov.auth import (
     parse_client_secret,
 )
 from tap_accessgov.engine.concurrency import Concurrency
+from tap_accessgov.engine.partitions import ConcurrentPartitionsStream
 from tap_accessgov.output import OutputWriter, StateWriter
 from tap_accessgov.request_budget import RequestBudget
 from tap_accessgov.streams import STREAM_TYPES, discover
@@ -237,6 +238,17 @@ class TapAccessGov(Tap):
         exclusions, each on demand and once per run; only ``full_table_snapshots`` must come
         last. Each stream that starts worker threads ends them when its sync ends."""
         return discover(self, self)
+
+    @override
+    def load_state(self, state: dict[str, t.Any]) -> None:
+        """The SDK's, then the one backward-compatibility patch: a state written before the
+        streams read per partition kept one state each holds an entry per partition (its
+        context, nothing to resume), which every STATE message would carry on."""
+        super().load_state(state)
+        bookmarks = self.state.get("bookmarks", {})
+        for stream in STREAM_TYPES:
+            if issubclass(stream, ConcurrentPartitionsStream):
+                bookmarks.get(stream.name, {}).pop("partitions", None)  # type: ignore[misc]
 
 
 if __name__ == "__main__":

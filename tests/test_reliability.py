@@ -31,6 +31,7 @@ from tap_accessgov.engine.concurrency import Workers, read_ahead
 from tap_accessgov.engine.partitions import ConcurrentPartitionsStream
 from tap_accessgov.retries import retry_after_seconds
 from tap_accessgov.streams import STREAM_TYPES
+from tap_accessgov.streams.automation_exclusions import AutomationExclusionsStream
 from tap_accessgov.tap import TapAccessGov
 from tests.conftest import (
     BIN_TAP,
@@ -503,11 +504,44 @@ def test_a_partitioned_stream_has_one_state_and_drops_the_partitions_of_an_older
     assert second.counts()["automation_exclusions"] > 0
     assert second.state["bookmarks"]["app_entitlements"] == {}
     assert second.state["bookmarks"]["automation_exclusions"] == {}
+    # every stream's entries are gone, a stream not selected too; the bookmarks stay
+    for message in second.states:
+        assert not any("partitions" in bookmark for bookmark in message["bookmarks"].values())
+    for name in partitioned - {"app_entitlements", "automation_exclusions"}:
+        assert second.state["bookmarks"][name] == {}, name
     assert second.state["bookmarks"]["grant_feed"] == first.state["bookmarks"]["grant_feed"]
     # streams only listed for another (the directory reads the exclusions' partitions) get
     # no state of their own
     alone = sync(config, catalog=catalog_selecting(config, {"users": None}))
     assert alone.state == {"bookmarks": {"users": {}}}
+
+
+def test_a_partitions_ids_left_out_of_its_records_are_filled_in(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The service may leave a partition's own ids out of the objects it lists (an exclusion
+    without its entitlement): the record still carries them, from the partition it was read
+    for, as they are its primary key."""
+    emulator = shared_emulator()
+    config = tap_config(emulator)
+    parse = AutomationExclusionsStream.parse_response
+
+    def without_ids(self: AutomationExclusionsStream, response: t.Any) -> t.Iterator[t.Any]:
+        for record in parse(self, response):
+            yield {k: v for k, v in record.items() if k not in ("appId", "appEntitlementId")}
+
+    monkeypatch.setattr(AutomationExclusionsStream, "parse_response", without_ids)
+    result = sync(config, catalog=catalog_selecting(config, {"automation_exclusions": None}))
+    read = Counter(
+        (r["appId"], r["appEntitlementId"], r["userId"])
+        for r in result.records["automation_exclusions"]
+    )
+    excluded = Counter(
+        (r["app_id"], r["app_entitlement_id"], r["user_id"])
+        for r in emulator.dataset.excluded_users()
+    )
+    assert read == excluded
+    assert len(read) > 100
 
 
 @pytest.mark.parametrize("stream", ["grant_feed", "automation_exclusions", "users"])

@@ -40,10 +40,11 @@ class ConcurrentPartitionsStream(AccessGovStream):
 
     def __init__(self, *args: t.Any, **kwargs: t.Any) -> None:
         super().__init__(*args, **kwargs)
-        # Full-table: one state for the stream, none per partition. Per partition the SDK
-        # writes an entry holding only its context into every STATE message, and finds it by
-        # a scan of the list: the small test tenant's final state was 140 KB (a real tenant's
-        # grows with its entitlements), its STATE messages 42% of the run's output.
+        # Full-table only (an old state's entries: TapAccessGov.load_state): one state for
+        # the stream, none per partition. Per partition the SDK writes an entry holding only
+        # its context into every STATE message, and finds it by a scan of the list: the
+        # small test tenant's final state was 140 KB (a real tenant's grows with its
+        # entitlements), its STATE messages 42% of the run's output.
         self.state_partitioning_keys = ()
         self._partitions: list[dict[str, t.Any]] | None = None
         self._in_order: InOrder | None = None
@@ -55,15 +56,19 @@ class ConcurrentPartitionsStream(AccessGovStream):
         """The SDK's contexts of this stream: ``list_partitions``, asked once per run."""
         if self._partitions is None:
             self._partitions = self.list_partitions()
-            # what a state written before the one state per stream holds: nothing to resume
-            # (read from the tap's state: ``stream_state`` would add an entry for a stream
-            # that is not selected, only listed for another: ``users``, ``app_resources``)
-            self.tap_state.get("bookmarks", {}).get(self.name, {}).pop("partitions", None)
         return self._partitions
 
     def list_partitions(self) -> list[dict[str, t.Any]]:
-        """The stream's partitions, named like the record fields the SDK fills from them."""
+        """The stream's partitions, named like the record fields (``post_process`` fills
+        them in where the service left them out)."""
         raise NotImplementedError
+
+    @override
+    def post_process(self, row: Record, context: SdkContext | None = None) -> Record | None:
+        """The partition's ids in a record the service sent without them (its primary key):
+        the SDK fills them from a stream's state partition, which these streams do not keep."""
+        missing = {key: value for key, value in (context or {}).items() if key not in row}
+        return super().post_process({**row, **missing} if missing else row, context)
 
     @override
     def records(self, context: SdkContext | None) -> t.Iterable[Record]:

@@ -97,8 +97,9 @@ class AutomationExclusionsStream(QueryPaging, PerEntitlementStream):
 
     @override
     def list_partitions(self) -> list[dict[str, t.Any]]:
-        """Contexts named like the record fields, so the SDK fills them into records (through
-        the app entitlements unless ``exclusion_entitlements`` is set)."""
+        """Contexts named like the record fields, filled into records that lack them
+        (engine/partitions.py), through the app entitlements unless ``exclusion_entitlements``
+        is set."""
         configured = self.config.get("exclusion_entitlements")
         if configured is not None:
             keys = [(e["app_id"], e["app_entitlement_id"]) for e in configured]
