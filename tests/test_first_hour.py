@@ -15,6 +15,7 @@ import typing as t
 from pathlib import Path
 
 import duckdb
+import yaml
 
 import tasks
 from emulator import Emulator
@@ -47,7 +48,7 @@ def test_a_fresh_clone_runs_the_demo_and_the_job(
         readme_commands(RUNNER)[3:],
     )
     assert clone_and_demo[-1] == "python3 tasks.py demo"
-    assert job[0] == "meltano install"
+    assert job[0].startswith("meltano install ")
 
     *_, demo = run_commands(clone_and_demo, home, shell)
     clone = home / "tap-accessgov"
@@ -82,6 +83,11 @@ def test_a_fresh_clone_runs_the_demo_and_the_job(
         "ACCESSGOV_AS_OF": "2030-01-01T00:00:00Z",
     }
     outputs = run_commands(job, clone, env)
+    # Meltano installs a plugin a run needs and lacks (its auto_install setting is not read:
+    # meltano 4.4's cli/params.py), so a plugin the install line left out would show here
+    kinds = ("extractors", "loaders", "utilities", "orchestrators", "mappers", "transformers")
+    installed = {path.name for kind in kinds for path in (clone / ".meltano" / kind).glob("*")}
+    assert installed == set(job[0].split()[2:])
     assert not any(CREDENTIAL.client_secret in output for output in outputs)
 
     check_loaded_tables(connection, schema, e2e_emulator)
@@ -96,6 +102,26 @@ def test_a_fresh_clone_runs_the_demo_and_the_job(
         ), mart
     held = embedded.execute("SELECT count(*) FROM analytics.current_grants").fetchone()[0]
     assert held > 0
+
+
+def test_the_jobs_install_line_names_the_plugins_its_runs_use() -> None:
+    """The README's job block installs what its runs use, no more: the project also
+    declares dbt-spark (a JVM of ~500 MB) and Dagster, which a bare ``meltano install`` puts
+    in a new user's first hour. A job's name stands for its tasks (meltano.yml)."""
+    install, *runs = readme_commands(RUNNER)[3:]
+    project = yaml.safe_load((tasks.ROOT / "meltano.yml").read_text())
+    jobs = {job["name"]: job["tasks"] for job in project["jobs"]}
+    used = set()
+    for line in runs:
+        assert " run " in line, line
+        for block in line.split(" run ", 1)[1].split():
+            for task in jobs.get(block, [block]):
+                used |= {name.split(":")[0] for name in task.split()}
+    assert install.split()[:2] == ["meltano", "install"]
+    named = install.split()[2:]
+    assert sorted(named) == sorted(used)
+    declared = {p["name"] for kind in project["plugins"].values() for p in kind}
+    assert {"dbt-spark", "dagster"} <= declared - set(named)
 
 
 def answer(printed: str, title: str) -> list[str]:
