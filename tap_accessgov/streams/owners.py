@@ -1,7 +1,8 @@
 """``app_owners`` and ``entitlement_owners``: who is accountable for an app and for an app
 entitlement (the reviewers of an access review). The service answers whole directory users,
 an owner who has left the directory among them; a record is the owner's user fields, its id
-as ``userId``, beside the app (and entitlement) it owns."""
+as ``userId``, beside the app (and entitlement) it owns: the partition's ids, which
+``ConcurrentPartitionsStream.post_process`` adds to every record."""
 
 from __future__ import annotations
 
@@ -17,7 +18,6 @@ from tap_accessgov.streams.apps import PerAppStream
 
 if t.TYPE_CHECKING:
     import requests
-    from singer_sdk.helpers.types import Context
 
     from tap_accessgov.engine.stream import TapStream
 
@@ -47,11 +47,6 @@ class AppOwnersStream(QueryPaging, RefusablePartitionsStream, PerAppStream):
     def parse_response(self, response: requests.Response) -> t.Iterable[Record]:
         return owners(response, self)
 
-    @override
-    def post_process(self, row: Record, context: Context | None = None) -> Record | None:
-        """The owned app (the partition's) first."""
-        return super().post_process({"appId": (context or {}).get("appId"), **row}, context)
-
 
 class EntitlementOwnersStream(QueryPaging, RefusablePartitionsStream, PerEntitlementStream):
     """``GET /api/v1/apps/{app_id}/entitlements/{entitlement_id}/owners`` for every app
@@ -65,10 +60,3 @@ class EntitlementOwnersStream(QueryPaging, RefusablePartitionsStream, PerEntitle
     @override
     def parse_response(self, response: requests.Response) -> t.Iterable[Record]:
         return owners(response, self)
-
-    @override
-    def post_process(self, row: Record, context: Context | None = None) -> Record | None:
-        """The owned app entitlement (the partition's) first."""
-        context = context or {}
-        owned = {"appId": context.get("appId"), "appEntitlementId": context.get("appEntitlementId")}
-        return super().post_process({**owned, **row}, context)
