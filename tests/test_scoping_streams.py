@@ -13,10 +13,13 @@ import typing as t
 from collections import Counter
 
 import pytest
+import requests
 
 from emulator import Dataset, Emulator
+from tap_accessgov.paging import Page
 from tap_accessgov.tap import TapAccessGov
 from tests.conftest import (
+    CREDENTIAL,
     SMALL_DATASET,
     SyncResult,
     catalog_selecting,
@@ -358,3 +361,38 @@ def test_an_app_deleted_since_the_listing_is_skipped_once_a_partition_was_read(
     }
     assert gone not in {r["appId"] for r in result.records["connectors"]}
     assert [r["stream"] for r in result.records["full_table_snapshots"]] == ["connectors"]
+
+
+@pytest.mark.parametrize(
+    ("stream", "path"),
+    [
+        ("app_owners", "/api/v1/apps/a1/owners"),
+        ("entitlement_owners", "/api/v1/apps/a1/entitlements/e1/owners"),
+    ],
+)
+def test_an_owner_without_an_id_is_skipped_with_one_warning_naming_the_stream(
+    caplog: pytest.LogCaptureFixture, stream: str, path: str
+) -> None:
+    """An owner (a directory user) without an id, absent or empty, cannot be keyed: it is
+    skipped, said once a run on the stream's logger (one per entitlement would be thousands
+    of lines), never with the user's values; the others are kept, their id as ``userId``."""
+    reader = TapAccessGov(
+        config={"client_id": CREDENTIAL.client_id, "client_secret": CREDENTIAL.client_secret},
+        parse_env_config=False,
+    ).streams[stream]
+    answer = requests.Response()
+    answer.status_code = 200
+    answer._content = json.dumps(
+        {"list": [{"id": "u1", "email": "a@example.com"}, {"email": "b@x"}, {"id": ""}, None]}
+    ).encode()
+    answer.request = requests.Request("GET", f"https://acme.test{path}?page_size=9").prepare()
+    with caplog.at_level(logging.WARNING):
+        read = list(reader.parse_response(Page.read(answer)))
+        read += list(reader.parse_response(Page.read(answer)))
+    assert read == [{"userId": "u1", "email": "a@example.com"}] * 2
+    assert [(r.name, r.getMessage()) for r in caplog.records] == [
+        (
+            reader.logger.name,
+            f"Skipping an owner without an id ({stream}) (further ones this run are not reported)",
+        )
+    ]

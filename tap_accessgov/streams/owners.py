@@ -25,8 +25,8 @@ Record = dict[str, t.Any]
 
 
 def owners(response: requests.Response, stream: TapStream) -> t.Iterator[Record]:
-    """The users of a page, each its id as ``userId`` (one without an id is skipped, with a
-    warning naming the call, never the user's values)."""
+    """The users of a page, each its id as ``userId`` (one without an id is skipped, said
+    once a run naming the stream: an owner list per entitlement; never the user's values)."""
     for user in page_body(response).get("list") or []:
         user = dict(user or {})
         if user_id := user.pop("id", None):
