@@ -363,6 +363,39 @@ def test_an_app_deleted_since_the_listing_is_skipped_once_a_partition_was_read(
     assert [r["stream"] for r in result.records["full_table_snapshots"]] == ["connectors"]
 
 
+def test_an_attribute_type_deleted_since_the_listing_is_skipped_naming_it(
+    make_emulator: t.Callable[..., Emulator],
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A 404 for the values of an attribute type listed earlier in the run names a type the
+    service no longer knows: skipped with a warning naming it and the service's answer; the
+    other types' values are read whole."""
+    emulator = make_emulator(Dataset(**SMALL_DATASET))
+    # one request at a time: the type's 404 comes after the others answered (a first answer
+    # of 404 says the release has no such operation: the stream is refused)
+    config = {**tap_config(emulator), "max_concurrency": 1}
+    tap_catalog = catalog_selecting(config, {"attribute_values": None})
+    tap = TapAccessGov(config=config, catalog=tap_catalog, parse_env_config=False)
+    listed = tap.streams["attribute_values"].partitions
+    attributes = emulator.dataset.attributes
+    gone = attributes.type_ids[-1]
+    assert listed[-1] == {"attributeTypeId": gone}
+    known = attributes.type_index  # the emulator has no deletion of a type: its lookup has
+    monkeypatch.setattr(attributes, "type_index", lambda key: None if key == gone else known(key))
+    with caplog.at_level(logging.WARNING):
+        result = sync(config, tap=tap)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    (said,) = [w for w in warnings if gone in w]
+    assert said.startswith(f"Skipping attribute type {gone}: the service does not know it ("), said
+    assert said.endswith(f"/types/{gone}/values answered 404: attribute type not found)"), said
+    kept = Counter(r["attributeTypeId"] for r in result.records["attribute_values"])
+    others = attributes.type_ids[:-1]
+    assert kept == {
+        type_id: len(attributes.values(attributes.type_ids.index(type_id))) for type_id in others
+    }
+
+
 @pytest.mark.parametrize(
     ("stream", "path"),
     [
