@@ -396,6 +396,42 @@ def test_an_attribute_type_deleted_since_the_listing_is_skipped_naming_it(
     }
 
 
+def test_a_resource_type_deleted_since_the_listing_is_skipped_naming_it_and_its_app(
+    make_emulator: t.Callable[..., Emulator],
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A 404 for the resources of a resource type listed earlier in the run (after the others
+    answered) names a type the service no longer knows: skipped with a warning naming it, its
+    app and the service's answer; the other types' resources are read whole."""
+    emulator = make_emulator(Dataset(**SMALL_DATASET))
+    config = {**tap_config(emulator), "max_concurrency": 1}  # the 404 after the others
+    tap_catalog = catalog_selecting(config, {"app_resources": None})
+    tap = TapAccessGov(config=config, catalog=tap_catalog, parse_env_config=False)
+    listed = tap.streams["app_resources"].partitions
+    app, gone = listed[-1]["appId"], listed[-1]["appResourceTypeId"]
+    resources = emulator.dataset.resources
+    known = resources.type_index  # the emulator has no deletion of a type: its lookup has
+    monkeypatch.setattr(
+        resources, "type_index", lambda at, key: None if key == gone else known(at, key)
+    )
+    with caplog.at_level(logging.WARNING):
+        result = sync(config, tap=tap)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    (said,) = [w for w in warnings if gone in w]
+    assert said.startswith(
+        f"Skipping resource type {gone} of app {app}: the service does not know it ("
+    ), said
+    assert said.endswith(
+        f"/resource_types/{gone}/resources answered 404: app resource type not found)"
+    ), said
+    read = Counter((r["appId"], r["appResourceTypeId"]) for r in result.records["app_resources"])
+    truth = Counter((r["appId"], r["appResourceTypeId"]) for r in resources.resources_truth())
+    assert truth[(app, gone)] > 0
+    del truth[(app, gone)]
+    assert read == truth
+
+
 @pytest.mark.parametrize(
     ("stream", "path"),
     [
