@@ -329,6 +329,12 @@ def test_users_read_no_exclusion_again_that_the_run_has_read(emulator: Emulator)
             "/api/v1/apps/a1/resource_types",
             "an app resource type",
         ),
+        (
+            "app_resources",
+            "appResource",
+            "/api/v1/apps/a1/resource_types/t1/resources",
+            "an app resource",
+        ),
     ],
 )
 def test_a_viewed_object_without_an_id_is_skipped_with_a_warning_naming_the_call(
