@@ -368,14 +368,15 @@ def test_an_attribute_type_deleted_since_the_listing_is_skipped_naming_it(
     caplog: pytest.LogCaptureFixture,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A 404 for the values of an attribute type listed earlier in the run names a type the
-    service no longer knows: skipped with a warning naming it and the service's answer; the
-    other types' values are read whole."""
+    """A 404 for the values of an attribute type listed earlier in the run, once another
+    type's answered (a first answer of 404 says a release without the operation: the stream
+    is refused), names a type the service no longer knows: skipped with a warning naming it
+    and the service's answer; the other types' values are read whole, the snapshot complete."""
     emulator = make_emulator(Dataset(**SMALL_DATASET))
-    # one request at a time: the type's 404 comes after the others answered (a first answer
-    # of 404 says the release has no such operation: the stream is refused)
-    config = {**tap_config(emulator), "max_concurrency": 1}
-    tap_catalog = catalog_selecting(config, {"attribute_values": None})
+    config = tap_config(emulator)
+    tap_catalog = catalog_selecting(
+        config, {"attribute_values": None, "full_table_snapshots": None}
+    )
     tap = TapAccessGov(config=config, catalog=tap_catalog, parse_env_config=False)
     listed = tap.streams["attribute_values"].partitions
     attributes = emulator.dataset.attributes
@@ -391,9 +392,10 @@ def test_an_attribute_type_deleted_since_the_listing_is_skipped_naming_it(
     assert said.endswith(f"/types/{gone}/values answered 404: attribute type not found)"), said
     kept = Counter(r["attributeTypeId"] for r in result.records["attribute_values"])
     others = attributes.type_ids[:-1]
-    assert kept == {
-        type_id: len(attributes.values(attributes.type_ids.index(type_id))) for type_id in others
-    }
+    assert kept == Counter(
+        {type_id: len(attributes.values(attributes.type_ids.index(type_id))) for type_id in others}
+    )
+    assert [r["stream"] for r in result.records["full_table_snapshots"]] == ["attribute_values"]
 
 
 def test_a_resource_type_deleted_since_the_listing_is_skipped_naming_it_and_its_app(
@@ -405,8 +407,8 @@ def test_a_resource_type_deleted_since_the_listing_is_skipped_naming_it_and_its_
     answered) names a type the service no longer knows: skipped with a warning naming it, its
     app and the service's answer; the other types' resources are read whole."""
     emulator = make_emulator(Dataset(**SMALL_DATASET))
-    config = {**tap_config(emulator), "max_concurrency": 1}  # the 404 after the others
-    tap_catalog = catalog_selecting(config, {"app_resources": None})
+    config = tap_config(emulator)
+    tap_catalog = catalog_selecting(config, {"app_resources": None, "full_table_snapshots": None})
     tap = TapAccessGov(config=config, catalog=tap_catalog, parse_env_config=False)
     listed = tap.streams["app_resources"].partitions
     app, gone = listed[-1]["appId"], listed[-1]["appResourceTypeId"]
@@ -430,6 +432,7 @@ def test_a_resource_type_deleted_since_the_listing_is_skipped_naming_it_and_its_
     assert truth[(app, gone)] > 0
     del truth[(app, gone)]
     assert read == truth
+    assert [r["stream"] for r in result.records["full_table_snapshots"]] == ["app_resources"]
 
 
 @pytest.mark.parametrize(
@@ -452,7 +455,15 @@ def test_an_owner_without_an_id_is_skipped_with_one_warning_naming_the_stream(
     answer = requests.Response()
     answer.status_code = 200
     answer._content = json.dumps(
-        {"list": [{"id": "u1", "email": "a@example.com"}, {"email": "b@x"}, {"id": ""}, None]}
+        {
+            "list": [
+                {"id": "u1", "email": "a@example.com"},
+                {"email": "b@x"},
+                {"id": ""},
+                {"id": None},
+                None,
+            ]
+        }
     ).encode()
     answer.request = requests.Request("GET", f"https://acme.test{path}?page_size=9").prepare()
     with caplog.at_level(logging.WARNING):
