@@ -1,6 +1,6 @@
 """A new user's first hour, from the README as written: a fresh clone, ``python3 tasks.py
-demo``, then the project as theirs: ``meltano install`` and the nightly job into PostgreSQL,
-and the embedded DuckDB pipeline, with no step the README does not say.
+demo``, then the project as theirs: the job's ``meltano install`` and the nightly job into
+PostgreSQL, and the embedded DuckDB pipeline, with no step the README does not say.
 
 The clone is of a copy of this work tree (tests/readme.py: the README's address is not
 reachable here); the tenant is an emulator and the warehouse the tests' PostgreSQL, given as
@@ -48,7 +48,7 @@ def test_a_fresh_clone_runs_the_demo_and_the_job(
         readme_commands(RUNNER)[3:],
     )
     assert clone_and_demo[-1] == "python3 tasks.py demo"
-    assert job[0].startswith("meltano install ")
+    assert job[0].startswith(".venv/bin/meltano install ")
 
     *_, demo = run_commands(clone_and_demo, home, shell)
     clone = home / "tap-accessgov"
@@ -67,12 +67,11 @@ def test_a_fresh_clone_runs_the_demo_and_the_job(
     assert "entitlement nobody owns" in findings, findings
     assert "admin who has left" in findings, findings
 
-    # the project as a team's: `meltano` of the clone's own install, the README's exports
+    # the project as a team's: the clone's own Meltano, as the README names it, and its exports
     version = run_commands([".venv/bin/tap-accessgov --version"], clone, shell)[0]
     assert version.startswith(f"tap-accessgov v{tasks.released_versions()[0]},")
     env = {
         **shell,
-        "PATH": f"{clone / '.venv' / 'bin'}:{shell['PATH']}",
         **{k: v for k, v in tap_env(e2e_emulator).items() if k in TENANT},
         **libpq_env(warehouse_url),
         "MELTANO_SEND_ANONYMOUS_USAGE_STATS": "false",
@@ -106,8 +105,10 @@ def test_a_fresh_clone_runs_the_demo_and_the_job(
 
 def test_the_jobs_install_line_names_the_plugins_its_runs_use() -> None:
     """The README's job block installs what its runs use, no more: the project also
-    declares dbt-spark (a JVM of ~500 MB) and Dagster, which a bare ``meltano install`` puts
-    in a new user's first hour. A job's name stands for its tasks (meltano.yml)."""
+    declares dbt-spark (PySpark and a JVM, ~600 MB) and Dagster, which a bare ``meltano
+    install`` puts in a new user's first hour. A job's name stands for its tasks
+    (meltano.yml). Every line is the clone's own Meltano: nothing puts one on a new user's
+    PATH."""
     install, *runs = readme_commands(RUNNER)[3:]
     project = yaml.safe_load((tasks.ROOT / "meltano.yml").read_text())
     jobs = {job["name"]: job["tasks"] for job in project["jobs"]}
@@ -117,7 +118,8 @@ def test_the_jobs_install_line_names_the_plugins_its_runs_use() -> None:
         for block in line.split(" run ", 1)[1].split():
             for task in jobs.get(block, [block]):
                 used |= {name.split(":")[0] for name in task.split()}
-    assert install.split()[:2] == ["meltano", "install"]
+    assert install.split()[:2] == [".venv/bin/meltano", "install"]
+    assert all(line.startswith(".venv/bin/meltano ") for line in runs), runs
     named = install.split()[2:]
     assert sorted(named) == sorted(used)
     declared = {p["name"] for kind in project["plugins"].values() for p in kind}
