@@ -44,6 +44,7 @@ from harness.support import (  # the mapping and the warehouse; the tests import
     tap_config,  # noqa: F401
     tap_env,  # noqa: F401
 )
+from tap_accessgov.paging import Page
 from tap_accessgov.streams import STREAM_TYPES
 from tap_accessgov.tap import TapAccessGov
 from tests.groups import (  # the groups' hooks, registered here
@@ -417,6 +418,23 @@ def parse_singer(text: str) -> SyncResult:
 
 
 _DECODE = msgspec.json.Decoder().decode
+
+
+def offline_stream(name: str) -> t.Any:
+    """Stream ``name`` of a tap with the test credential, for its hooks alone (nothing sent)."""
+    config = {"client_id": CREDENTIAL.client_id, "client_secret": CREDENTIAL.client_secret}
+    return TapAccessGov(config=config, parse_env_config=False).streams[name]
+
+
+def parse_page(
+    stream: t.Any, body: t.Any, path: str, method: str = "GET"
+) -> list[dict[str, t.Any]]:
+    """``stream``'s records of ``body`` answered to ``method path`` (its ``parse_response``)."""
+    answer = requests.Response()
+    answer.status_code = 200
+    answer._content = json.dumps(body).encode()
+    answer.request = requests.Request(method, f"https://acme.test{path}").prepare()
+    return list(stream.parse_response(Page.read(answer)))
 
 
 def sync(

@@ -5,7 +5,6 @@ accounts and users are removed between runs."""
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -18,7 +17,7 @@ from singer_sdk.exceptions import FatalAPIError
 
 from emulator import Dataset, Emulator
 from tap_accessgov import schemas
-from tap_accessgov.paging import Page, QueryPaging, page_body
+from tap_accessgov.paging import QueryPaging, page_body
 from tap_accessgov.streams.app_entitlements import AppEntitlementsStream, PerEntitlementStream
 from tap_accessgov.streams.grants import GRANT_FIELDS
 from tap_accessgov.tap import TapAccessGov
@@ -28,6 +27,8 @@ from tests.conftest import (
     SyncResult,
     catalog_selecting,
     ns,
+    offline_stream,
+    parse_page,
     sync,
     tap_config,
 )
@@ -342,18 +343,10 @@ def test_a_viewed_object_without_an_id_is_skipped_with_a_warning_naming_the_call
 ) -> None:
     """Each stream that reads a list of views skips an object without an id (it cannot be
     keyed), and says so on its own logger with the call, never the object's values."""
-    reader = TapAccessGov(
-        config={"client_id": CREDENTIAL.client_id, "client_secret": CREDENTIAL.client_secret},
-        parse_env_config=False,
-    ).streams[stream]
-    answer = requests.Response()
-    answer.status_code = 200
-    answer._content = json.dumps(
-        {"list": [{member: {"id": "u1", "email": "a@example.com"}}, {member: {"email": "b@x"}}]}
-    ).encode()
-    answer.request = requests.Request("GET", f"https://acme.test{path}?page_size=9").prepare()
+    reader = offline_stream(stream)
+    body = {"list": [{member: {"id": "u1", "email": "a@example.com"}}, {member: {"email": "b@x"}}]}
     with caplog.at_level(logging.WARNING):
-        read = list(reader.parse_response(Page.read(answer)))
+        read = parse_page(reader, body, f"{path}?page_size=9")
     assert read == [{"id": "u1", "email": "a@example.com"}]
     assert [(r.name, r.getMessage()) for r in caplog.records] == [
         (reader.logger.name, f"Skipping {named} without an id (GET {path})")
@@ -367,10 +360,7 @@ def test_a_grant_without_one_of_its_three_ids_is_skipped_with_a_warning_naming_t
     """A grant is keyed by its app, entitlement and account: one without any of them cannot
     be, and is skipped with a warning naming the app and entitlement it has (never the
     account's or a person's names); the grants with all three are kept whole."""
-    stream = TapAccessGov(
-        config={"client_id": CREDENTIAL.client_id, "client_secret": CREDENTIAL.client_secret},
-        parse_env_config=False,
-    ).streams["grants"]
+    stream = offline_stream("grants")
     whole = {
         "appId": "a1",
         "appEntitlementId": "e1",
@@ -379,24 +369,19 @@ def test_a_grant_without_one_of_its_three_ids_is_skipped_with_a_warning_naming_t
         "grantSources": [{"appEntitlementId": "e0"}],
     }
     partial = {key: value for key, value in {**whole, "appUserId": "u2"}.items() if key != missing}
-    answer = requests.Response()
-    answer.status_code = 200
-    answer._content = json.dumps(
-        {
-            "list": [
-                # a field the schema does not have (a newer release's) is not kept
-                {
-                    "appEntitlementUserBinding": {**whole, "somethingNew": 1},
-                    "appUser": {"displayName": "Ann"},
-                },
-                {"appEntitlementUserBinding": partial},
-                None,
-            ]
-        }
-    ).encode()
-    answer.request = requests.Request("POST", "https://acme.test/api/v1/search/grants").prepare()
+    body = {
+        "list": [
+            # a field the schema does not have (a newer release's) is not kept
+            {
+                "appEntitlementUserBinding": {**whole, "somethingNew": 1},
+                "appUser": {"displayName": "Ann"},
+            },
+            {"appEntitlementUserBinding": partial},
+            None,
+        ]
+    }
     with caplog.at_level(logging.WARNING):
-        grants = list(stream.parse_response(Page.read(answer)))
+        grants = parse_page(stream, body, "/api/v1/search/grants", "POST")
     assert grants == [whole]
     named = {key: partial.get(key) for key in ("appId", "appEntitlementId")}
     skipped = (

@@ -13,17 +13,16 @@ import typing as t
 from collections import Counter
 
 import pytest
-import requests
 
 from emulator import Dataset, Emulator
-from tap_accessgov.paging import Page
 from tap_accessgov.tap import TapAccessGov
 from tests.conftest import (
-    CREDENTIAL,
     SMALL_DATASET,
     SyncResult,
     catalog_selecting,
     ns,
+    offline_stream,
+    parse_page,
     shared_emulator,
     sync,
     sync_output,
@@ -363,6 +362,29 @@ def test_an_app_deleted_since_the_listing_is_skipped_once_a_partition_was_read(
     assert [r["stream"] for r in result.records["full_table_snapshots"]] == ["connectors"]
 
 
+def skipped_after_listing(
+    make_emulator: t.Callable[..., Emulator],
+    caplog: pytest.LogCaptureFixture,
+    stream: str,
+    forget: t.Callable[[Emulator, dict[str, str]], None],
+) -> tuple[Emulator, dict[str, str], SyncResult, str]:
+    """A sync of ``stream`` whose last listed partition the service forgets (``forget``)
+    between the listing and its read: the emulator, that partition, the result and the one
+    warning naming it. The snapshot is complete: a partition gone is no failure."""
+    emulator = make_emulator(Dataset(**SMALL_DATASET))
+    config = tap_config(emulator)
+    tap_catalog = catalog_selecting(config, {stream: None, "full_table_snapshots": None})
+    tap = TapAccessGov(config=config, catalog=tap_catalog, parse_env_config=False)
+    last = tap.streams[stream].partitions[-1]
+    forget(emulator, last)
+    with caplog.at_level(logging.WARNING):
+        result = sync(config, tap=tap)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    (said,) = [w for w in warnings if list(last.values())[-1] in w]
+    assert [r["stream"] for r in result.records["full_table_snapshots"]] == [stream]
+    return emulator, last, result, said
+
+
 def test_an_attribute_type_deleted_since_the_listing_is_skipped_naming_it(
     make_emulator: t.Callable[..., Emulator],
     caplog: pytest.LogCaptureFixture,
@@ -371,23 +393,22 @@ def test_an_attribute_type_deleted_since_the_listing_is_skipped_naming_it(
     """A 404 for the values of an attribute type listed earlier in the run, once another
     type's answered (a first answer of 404 says a release without the operation: the stream
     is refused), names a type the service no longer knows: skipped with a warning naming it
-    and the service's answer; the other types' values are read whole, the snapshot complete."""
-    emulator = make_emulator(Dataset(**SMALL_DATASET))
-    config = tap_config(emulator)
-    tap_catalog = catalog_selecting(
-        config, {"attribute_values": None, "full_table_snapshots": None}
+    and the service's answer; the other types' values are read whole."""
+
+    def forget(emulator: Emulator, partition: dict[str, str]) -> None:
+        attributes = emulator.dataset.attributes
+        known = attributes.type_index  # the emulator deletes no type: its lookup forgets it
+        gone = partition["attributeTypeId"]
+        monkeypatch.setattr(
+            attributes, "type_index", lambda key: None if key == gone else known(key)
+        )
+
+    emulator, last, result, said = skipped_after_listing(
+        make_emulator, caplog, "attribute_values", forget
     )
-    tap = TapAccessGov(config=config, catalog=tap_catalog, parse_env_config=False)
-    listed = tap.streams["attribute_values"].partitions
     attributes = emulator.dataset.attributes
     gone = attributes.type_ids[-1]
-    assert listed[-1] == {"attributeTypeId": gone}
-    known = attributes.type_index  # the emulator has no deletion of a type: its lookup has
-    monkeypatch.setattr(attributes, "type_index", lambda key: None if key == gone else known(key))
-    with caplog.at_level(logging.WARNING):
-        result = sync(config, tap=tap)
-    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
-    (said,) = [w for w in warnings if gone in w]
+    assert last == {"attributeTypeId": gone}
     assert said.startswith(f"Skipping attribute type {gone}: the service does not know it ("), said
     assert said.endswith(f"/types/{gone}/values answered 404: attribute type not found)"), said
     kept = Counter(r["attributeTypeId"] for r in result.records["attribute_values"])
@@ -395,7 +416,6 @@ def test_an_attribute_type_deleted_since_the_listing_is_skipped_naming_it(
     assert kept == Counter(
         {type_id: len(attributes.values(attributes.type_ids.index(type_id))) for type_id in others}
     )
-    assert [r["stream"] for r in result.records["full_table_snapshots"]] == ["attribute_values"]
 
 
 def test_a_resource_type_deleted_since_the_listing_is_skipped_naming_it_and_its_app(
@@ -406,21 +426,19 @@ def test_a_resource_type_deleted_since_the_listing_is_skipped_naming_it_and_its_
     """A 404 for the resources of a resource type listed earlier in the run (after the others
     answered) names a type the service no longer knows: skipped with a warning naming it, its
     app and the service's answer; the other types' resources are read whole."""
-    emulator = make_emulator(Dataset(**SMALL_DATASET))
-    config = tap_config(emulator)
-    tap_catalog = catalog_selecting(config, {"app_resources": None, "full_table_snapshots": None})
-    tap = TapAccessGov(config=config, catalog=tap_catalog, parse_env_config=False)
-    listed = tap.streams["app_resources"].partitions
-    app, gone = listed[-1]["appId"], listed[-1]["appResourceTypeId"]
-    resources = emulator.dataset.resources
-    known = resources.type_index  # the emulator has no deletion of a type: its lookup has
-    monkeypatch.setattr(
-        resources, "type_index", lambda at, key: None if key == gone else known(at, key)
+
+    def forget(emulator: Emulator, partition: dict[str, str]) -> None:
+        resources = emulator.dataset.resources
+        known = resources.type_index  # the emulator deletes no type: its lookup forgets it
+        gone = partition["appResourceTypeId"]
+        monkeypatch.setattr(
+            resources, "type_index", lambda at, key: None if key == gone else known(at, key)
+        )
+
+    emulator, last, result, said = skipped_after_listing(
+        make_emulator, caplog, "app_resources", forget
     )
-    with caplog.at_level(logging.WARNING):
-        result = sync(config, tap=tap)
-    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
-    (said,) = [w for w in warnings if gone in w]
+    app, gone = last["appId"], last["appResourceTypeId"]
     assert said.startswith(
         f"Skipping resource type {gone} of app {app}: the service does not know it ("
     ), said
@@ -428,11 +446,12 @@ def test_a_resource_type_deleted_since_the_listing_is_skipped_naming_it_and_its_
         f"/resource_types/{gone}/resources answered 404: app resource type not found)"
     ), said
     read = Counter((r["appId"], r["appResourceTypeId"]) for r in result.records["app_resources"])
-    truth = Counter((r["appId"], r["appResourceTypeId"]) for r in resources.resources_truth())
+    truth = Counter(
+        (r["appId"], r["appResourceTypeId"]) for r in emulator.dataset.resources.resources_truth()
+    )
     assert truth[(app, gone)] > 0
     del truth[(app, gone)]
     assert read == truth
-    assert [r["stream"] for r in result.records["full_table_snapshots"]] == ["app_resources"]
 
 
 @pytest.mark.parametrize(
@@ -448,27 +467,19 @@ def test_an_owner_without_an_id_is_skipped_with_one_warning_naming_the_stream(
     """An owner (a directory user) without an id, absent or empty, cannot be keyed: it is
     skipped, said once a run on the stream's logger (one per entitlement would be thousands
     of lines), never with the user's values; the others are kept, their id as ``userId``."""
-    reader = TapAccessGov(
-        config={"client_id": CREDENTIAL.client_id, "client_secret": CREDENTIAL.client_secret},
-        parse_env_config=False,
-    ).streams[stream]
-    answer = requests.Response()
-    answer.status_code = 200
-    answer._content = json.dumps(
-        {
-            "list": [
-                {"id": "u1", "email": "a@example.com"},
-                {"email": "b@x"},
-                {"id": ""},
-                {"id": None},
-                None,
-            ]
-        }
-    ).encode()
-    answer.request = requests.Request("GET", f"https://acme.test{path}?page_size=9").prepare()
+    reader = offline_stream(stream)
+    body = {
+        "list": [
+            {"id": "u1", "email": "a@example.com"},
+            {"email": "b@x"},
+            {"id": ""},
+            {"id": None},
+            None,
+        ]
+    }
     with caplog.at_level(logging.WARNING):
-        read = list(reader.parse_response(Page.read(answer)))
-        read += list(reader.parse_response(Page.read(answer)))
+        read = parse_page(reader, body, f"{path}?page_size=9")
+        read += parse_page(reader, body, f"{path}?page_size=9")
     assert read == [{"userId": "u1", "email": "a@example.com"}] * 2
     assert [(r.name, r.getMessage()) for r in caplog.records] == [
         (
