@@ -19,7 +19,7 @@ import yaml
 
 import tasks
 from emulator import Emulator
-from tests.conftest import CREDENTIAL, libpq_env, tap_env
+from tests.conftest import CREDENTIAL, PLUGIN_KINDS, libpq_env, tap_env
 from tests.groups import require_group
 from tests.readme import REPOSITORY, committed_copy, readme_commands, run_commands
 from tests.test_end_to_end import check_loaded_tables
@@ -84,8 +84,7 @@ def test_a_fresh_clone_runs_the_demo_and_the_job(
     outputs = run_commands(job, clone, env)
     # Meltano installs a plugin a run needs and lacks (its auto_install setting is not read:
     # meltano 4.4's cli/params.py), so a plugin the install line left out would show here
-    kinds = ("extractors", "loaders", "utilities", "orchestrators", "mappers", "transformers")
-    installed = {path.name for kind in kinds for path in (clone / ".meltano" / kind).glob("*")}
+    installed = {p.name for kind in PLUGIN_KINDS for p in (clone / ".meltano" / kind).glob("*")}
     assert installed == set(job[0].split()[2:])
     assert not any(CREDENTIAL.client_secret in output for output in outputs)
 

@@ -333,35 +333,6 @@ def test_a_refused_list_of_resource_types_refuses_the_resources_read_by_it(
         assert multiset(read(result, other)) == expected[other], other
 
 
-def test_an_app_deleted_since_the_listing_is_skipped_once_a_partition_was_read(
-    make_emulator: t.Callable[..., Emulator], caplog: pytest.LogCaptureFixture
-) -> None:
-    """A 404 after a partition was read names a partition the service no longer knows: that
-    app is skipped with a warning, the stream goes on and is complete."""
-    emulator = make_emulator(Dataset(**SMALL_DATASET))
-    config = tap_config(emulator)
-    apps = [app.id for app in emulator.dataset.catalog_apps]
-    gone = apps[3]
-    tap_catalog = catalog_selecting(config, {"connectors": None, "full_table_snapshots": None})
-    tap = TapAccessGov(config=config, catalog=tap_catalog, parse_env_config=False)
-    stream = tap.streams["connectors"]
-    listed = stream.partitions  # listed now; the app is removed before its connectors are read
-    assert {"appId": gone} in listed
-    emulator.dataset.remove(app_id=gone)
-    with caplog.at_level(logging.WARNING):
-        result = sync(config, tap=tap)
-    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
-    (said,) = [w for w in warnings if gone in w]
-    # the partition, and the service's answer about it
-    assert said.startswith(f"Skipping app {gone}: the service does not know it ("), said
-    assert said.endswith(f"/apps/{gone}/connectors answered 404: app not found)"), said
-    assert {r["appId"] for r in result.records["connectors"]} == {
-        c["appId"] for c in emulator.dataset.connectors()
-    }
-    assert gone not in {r["appId"] for r in result.records["connectors"]}
-    assert [r["stream"] for r in result.records["full_table_snapshots"]] == ["connectors"]
-
-
 def skipped_after_listing(
     make_emulator: t.Callable[..., Emulator],
     caplog: pytest.LogCaptureFixture,
@@ -383,6 +354,28 @@ def skipped_after_listing(
     (said,) = [w for w in warnings if list(last.values())[-1] in w]
     assert [r["stream"] for r in result.records["full_table_snapshots"]] == [stream]
     return emulator, last, result, said
+
+
+def test_an_app_deleted_since_the_listing_is_skipped_once_a_partition_was_read(
+    make_emulator: t.Callable[..., Emulator], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A 404 after a partition was read names a partition the service no longer knows: that
+    app is skipped with a warning, the stream goes on and is complete."""
+    emulator, last, result, said = skipped_after_listing(
+        make_emulator,
+        caplog,
+        "connectors",
+        lambda emulator, partition: emulator.dataset.remove(app_id=partition["appId"]),
+    )
+    gone = last["appId"]
+    assert gone == emulator.dataset.catalog_apps[-1].id
+    # the partition, and the service's answer about it
+    assert said.startswith(f"Skipping app {gone}: the service does not know it ("), said
+    assert said.endswith(f"/apps/{gone}/connectors answered 404: app not found)"), said
+    assert {r["appId"] for r in result.records["connectors"]} == {
+        c["appId"] for c in emulator.dataset.connectors()
+    }
+    assert gone not in {r["appId"] for r in result.records["connectors"]}
 
 
 def test_an_attribute_type_deleted_since_the_listing_is_skipped_naming_it(
