@@ -41,6 +41,7 @@ EMULATOR_OPTIONS = (
     "--users=250",
     "--exclusion-entitlements=8",
     "--max-exclusions=180",
+    "--catalog-apps=24",
     "--frozen",
 )
 # What differs between two runs of the same code: the SDK's extraction time of every message,

@@ -57,6 +57,11 @@ def requests_to(emulator: Emulator, suffix: str) -> int:
     )
 
 
+def app_pages(ds: Dataset) -> int:
+    """The pages of the catalog's apps, 100 a page: what one read of the catalog requests."""
+    return -(-len(ds.catalog_apps) // 100)
+
+
 @pytest.fixture(scope="module")
 def catalog_sync():
     emulator = shared_emulator()
@@ -65,9 +70,14 @@ def catalog_sync():
     return sync(config, catalog=catalog_selecting(config, selected))
 
 
-def test_apps_equal_the_catalog(catalog_sync) -> None:
-    ds = shared_emulator().dataset
-    records = catalog_sync.records["apps"]
+def test_apps_equal_the_catalog() -> None:
+    """A catalog of the default size (the test tenants' are smaller: conftest's
+    TEST_CATALOG_APPS), more apps than a page holds."""
+    ds = Dataset(**(SMALL_DATASET | {"catalog_apps": 120}))
+    with Emulator(ds, credential=CREDENTIAL) as emulator:
+        config = tap_config(emulator)
+        records = sync(config, catalog=catalog_selecting(config, {"apps": None})).records["apps"]
+        assert requests_to(emulator, "/api/v1/apps") == 2  # 120 apps, 100 a page
     assert len(records) == len(ds.catalog_apps) > 100
     expected = [populated(as_records(app_object(ds, p))) for p in range(len(ds.catalog_apps))]
     assert [populated(without_run(r)) for r in records] == expected
@@ -123,7 +133,7 @@ def test_exclusions_are_requested_for_the_entitlements_the_scope_names(
     pages = sum(1 + max(0, -(-(len(ds.exclusion_entries(*k)) - 25) // 100)) for k in keys)
     assert requests_to(emulator, "/automation/exclusions") == pages
     # the catalog was read once although neither of its streams was selected
-    assert requests_to(emulator, "/api/v1/apps") == 2  # 120 apps, 100 a page
+    assert requests_to(emulator, "/api/v1/apps") == app_pages(ds)
     assert requests_to(emulator, "/entitlements") == sum(
         max(1, -(-len(app.entitlement_ids) // 100)) for app in ds.catalog_apps
     )
@@ -146,7 +156,7 @@ def test_the_catalog_is_read_once_whatever_is_selected(
     config = tap_config(emulator)
     result = sync(config, catalog=catalog_selecting(config, dict.fromkeys(selected)))
     assert set(result.records) == set(selected)
-    assert requests_to(emulator, "/api/v1/apps") == 2
+    assert requests_to(emulator, "/api/v1/apps") == app_pages(ds)
     wanted = 0 if selected == ("apps",) else len(ds.catalog_apps) + 2  # the 230 of one app
     assert requests_to(emulator, "/entitlements") == wanted
 

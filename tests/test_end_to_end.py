@@ -1,13 +1,9 @@
-"""End to end: Meltano into PostgreSQL, and plain `tap-accessgov | target-jsonl` processes,
-each checked row for row against the emulator's ground truth, twice (the second run is
-incremental).
-
-The Meltano test runs the path meltano.yml ships (the `emulator` environment, the loader
-settings as declared, the connection from the PG* variables) with nothing exported but the
-secret, the emulator's free port, a schema of its own and the PG* variables of the test
-server, so a regression in the shipped path fails here. The plain `tap-accessgov |
-target-postgres` tests run the target with its own defaults, record validation on, as a user
-without meltano.yml gets it, from tenants of the newest and of changed shapes."""
+"""End to end outside Meltano: the README's plain `tap-accessgov | target-jsonl` recipe,
+checked row for row against the emulator's ground truth run after run (the later runs
+incremental), and plain `tap-accessgov | target-postgres`, the target with its own defaults,
+record validation on, as a user without meltano.yml gets it, from tenants of the newest and of
+changed shapes. The path meltano.yml ships into PostgreSQL (`check_loaded_tables`) is run by
+tests/test_first_hour.py, as a new user runs it."""
 
 from __future__ import annotations
 
@@ -133,76 +129,13 @@ def test_every_record_matches_the_schema_the_tap_sends(e2e_emulator: Emulator) -
         assert invalid == [], f"{stream}: {invalid[:3]}"
 
 
-def test_tap_piped_into_target_jsonl(
+def test_the_readme_plain_pipeline_recipe_delivers_every_record_and_keeps_a_state(
     meltano_plugins: None, e2e_emulator: Emulator, tmp_path: Path
 ) -> None:
-    emulator = e2e_emulator
-    target = ROOT / ".meltano" / "loaders" / "target-jsonl" / "venv" / "bin" / "target-jsonl"
-    tap_config_path = tmp_path / "tap.json"
-    tap_config_path.write_text(json.dumps(tap_config(emulator)))
-    target_config = tmp_path / "target.json"
-    target_config.write_text(
-        json.dumps({"destination_path": str(tmp_path / "out"), "do_timestamp_file": False})
-    )
-
-    def pipeline(*state_args: str) -> dict:
-        tap_log = (tmp_path / "tap.log").open("w")
-        tap = subprocess.Popen(
-            [str(BIN / "tap-accessgov"), "--config", str(tap_config_path), *state_args],
-            stdout=subprocess.PIPE,
-            stderr=tap_log,  # not a pipe: nobody reads it while the target runs
-        )
-        target_run = subprocess.run(
-            [str(target), "--config", str(target_config)],
-            stdin=tap.stdout,
-            capture_output=True,
-            timeout=300,
-            check=False,
-        )
-        assert tap.stdout is not None
-        tap.stdout.close()
-        assert tap.wait(timeout=60) == 0, (tmp_path / "tap.log").read_text()[-3000:]
-        tap_log.close()
-        assert target_run.returncode == 0, target_run.stderr.decode()[-3000:]
-        return json.loads(target_run.stdout.decode().strip().splitlines()[-1])
-
-    def rows(stream: str) -> list[dict]:
-        return [
-            json.loads(line)
-            for line in (tmp_path / "out" / f"{stream}.jsonl").read_text().splitlines()
-        ]
-
-    state = pipeline()
-    assert Counter(json.dumps(r["feed"], sort_keys=True) for r in rows("grant_feed")) == Counter(
-        json.dumps(e["feed"], sort_keys=True) for e in emulator.dataset.feed_entries()
-    )
-    assert Counter(
-        (r["appId"], r["appEntitlementId"], r["userId"]) for r in rows("automation_exclusions")
-    ) == truth_exclusions(emulator)
-    assert sorted(r["id"] for r in rows("users")) == sorted(truth_users(emulator))
-
-    before = emulator.dataset.total
-    emulator.add_events(count=60)
-    state_file = tmp_path / "state.json"
-    state_file.write_text(json.dumps(state))
-    pipeline("--state", str(state_file))
-    appended = rows("grant_feed")[before:]
-    new = {json.dumps(e["feed"], sort_keys=True) for e in emulator.dataset.feed_entries()[before:]}
-    got = {json.dumps(r["feed"], sort_keys=True) for r in appended}
-    assert new <= got
-    bookmark = ns(state["bookmarks"]["grant_feed"]["replication_key_value"])
-    assert all(
-        ns(r["date"]) == bookmark
-        for r in appended
-        if json.dumps(r["feed"], sort_keys=True) not in new
-    )
-
-
-def test_the_readme_plain_pipeline_recipe_keeps_a_state_run_after_run(
-    meltano_plugins: None, e2e_emulator: Emulator, tmp_path: Path
-) -> None:
-    """Run twice with nothing new in between (the tap must still end on a STATE, or
-    target-jsonl echoes none), then once more with the tap failing (the state is kept)."""
+    """``tap-accessgov | target-jsonl`` as the README's recipe runs it: the first run delivers
+    every feed event, exclusion and user; a second with nothing new still ends on a STATE
+    (else target-jsonl echoes none); a third, after new events, appends them and reads again
+    only the bookmark instant's; a fourth, the tap failing, keeps the state as it was."""
     emulator = e2e_emulator
     target_bin = ROOT / ".meltano" / "loaders" / "target-jsonl" / "venv" / "bin"
     (tmp_path / "config.json").write_text(json.dumps(tap_config(emulator)))
@@ -211,11 +144,7 @@ def test_the_readme_plain_pipeline_recipe_keeps_a_state_run_after_run(
     )
     (tmp_path / "out").mkdir()
     recipe = tmp_path / "recipe.sh"
-    recipe.write_text(
-        readme_script(
-            "tests/test_end_to_end.py::test_the_readme_plain_pipeline_recipe_keeps_a_state_run_after_run"
-        )
-    )
+    recipe.write_text(readme_script(RECIPE))
     env = {**os.environ, "PATH": f"{BIN}:{target_bin}:{os.environ['PATH']}"}
 
     def run_recipe() -> subprocess.CompletedProcess[str]:
@@ -233,14 +162,40 @@ def test_the_readme_plain_pipeline_recipe_keeps_a_state_run_after_run(
         state = json.loads((tmp_path / "state.json").read_text())
         return state["bookmarks"]["grant_feed"]["replication_key_value"]
 
+    def rows(stream: str) -> list[dict]:
+        return [
+            json.loads(line)
+            for line in (tmp_path / "out" / f"{stream}.jsonl").read_text().splitlines()
+        ]
+
+    def feed(entry: dict[str, t.Any]) -> str:
+        return json.dumps(entry["feed"], sort_keys=True)
+
     first = run_recipe()
     assert first.returncode == 0, first.stderr[-3000:]
+    assert Counter(feed(r) for r in rows("grant_feed")) == Counter(
+        feed(e) for e in emulator.dataset.feed_entries()
+    )
+    assert Counter(
+        (r["appId"], r["appEntitlementId"], r["userId"]) for r in rows("automation_exclusions")
+    ) == truth_exclusions(emulator)
+    assert sorted(r["id"] for r in rows("users")) == sorted(truth_users(emulator))
     latest = max((e["feed"]["date"] for e in emulator.dataset.feed_entries()), key=ns)
     assert ns(bookmark()) == ns(latest)
 
     second = run_recipe()  # nothing new
     assert second.returncode == 0, second.stderr[-3000:]
     assert ns(bookmark()) == ns(latest)
+
+    before = len(rows("grant_feed"))
+    known = emulator.dataset.total
+    emulator.add_events(count=60)
+    third = run_recipe()
+    assert third.returncode == 0, third.stderr[-3000:]
+    new = {feed(e) for e in emulator.dataset.feed_entries()[known:]}
+    appended = rows("grant_feed")[before:]
+    assert new <= {feed(r) for r in appended}
+    assert all(ns(r["date"]) == ns(latest) for r in appended if feed(r) not in new)
 
     kept = (tmp_path / "state.json").read_text()
     emulator.faults.add(kind="403", path="/api/v1/grants/feed", times=1)
@@ -249,6 +204,9 @@ def test_the_readme_plain_pipeline_recipe_keeps_a_state_run_after_run(
     assert failed.returncode != 0
     assert "pipeline failed: state.json left as it was" in failed.stderr
     assert (tmp_path / "state.json").read_text() == kept
+
+
+RECIPE = "tests/test_end_to_end.py::test_the_readme_plain_pipeline_recipe_delivers_every_record_and_keeps_a_state"
 
 
 def loaded_as(value: t.Any, schema: dict[str, t.Any]) -> t.Any:

@@ -23,8 +23,6 @@ import typing as t
 from collections import Counter
 from pathlib import Path
 
-import pytest
-
 from emulator import Dataset, Emulator, lifecycle, system_log
 from emulator.catalog import app_entitlement_object
 from emulator.timefmt import format_ns, parse_rfc3339
@@ -739,41 +737,6 @@ def compare_without_the_directory(
 
 
 WITHOUT_THE_DIRECTORY = {"TAP_ACCESSGOV_READ_DIRECTORY": "false"}
-
-
-def test_models_without_the_directory_on_duckdb_list_only_owners_known_to_have_left(
-    meltano_plugins: None, e2e_emulator: Emulator, tmp_path: Path
-) -> None:
-    ds = e2e_emulator.dataset
-    env, query = duckdb_models(e2e_emulator, tmp_path, as_of_instant(ds))
-    env |= WITHOUT_THE_DIRECTORY
-    meltano("run", "tap-accessgov", "target-jsonl", "dbt-duckdb:build", env=env)
-    compare_without_the_directory(query, ds)
-
-
-@pytest.fixture
-def e2e_postgres(
-    meltano_plugins: None,
-    e2e_emulator: Emulator,
-    postgres: tuple[t.Any, str],
-    warehouse_url: str,
-    tmp_path: Path,
-) -> tuple[dict[str, str], t.Callable[[str], list[tuple[t.Any, ...]]]]:
-    """postgres_models for the end-to-end emulator's tenant, in a schema of its own."""
-    connection, schema = postgres
-    as_of = as_of_instant(e2e_emulator.dataset)
-    return postgres_models(e2e_emulator, tmp_path, as_of, connection, schema, warehouse_url)
-
-
-def test_models_without_the_directory_on_postgres_list_only_owners_known_to_have_left(
-    e2e_emulator: Emulator,
-    e2e_postgres: tuple[dict[str, str], t.Callable[[str], list[tuple[t.Any, ...]]]],
-) -> None:
-    env, query = e2e_postgres
-    meltano("run", "accessgov", env=env | WITHOUT_THE_DIRECTORY)
-    compare_without_the_directory(query, e2e_emulator.dataset)
-
-
 # Every stream but automation_exclusions: users then reads the exclusion entries itself.
 WITHOUT_THE_EXCLUSIONS = {
     "TAP_ACCESSGOV__SELECT": json.dumps(
@@ -801,45 +764,74 @@ def compare_users_read_without_the_exclusions(
     query: t.Callable[[str], list[tuple[t.Any, ...]]], ds: Dataset, dropped: str
 ) -> None:
     """After a run that read users (the directory) but not automation_exclusions, whose
-    latest snapshot is an earlier run's: the users snapshot is still the directory's, so the
-    owner it no longer lists is among the people who left, as in the truth."""
+    latest snapshot is an earlier run's: the users snapshot is this run's, the directory's
+    (not the earlier run's, of the exclusions' users only), so an owner the directory does
+    not list is among the people who left, as in the truth. (That an owner listed by an
+    earlier users snapshot and dropped since shows so: tests/removals.py, a user removed.)"""
     compare(query, truth(ds, as_of_instant(ds)))
     assert query("SELECT from_directory FROM {schema}.int_users_snapshot") == [(True,)]
     gone = query("SELECT DISTINCT user_id, user_listed FROM {schema}.inactive_users_with_access")
     assert (dropped, False) in gone
 
 
-def test_models_on_duckdb_count_owners_the_directory_dropped_when_users_is_read_alone(
+def users_variants(
+    ds: Dataset,
+    query: t.Callable[[str], list[tuple[t.Any, ...]]],
+    run: t.Callable[[dict[str, str]], None],
+) -> None:
+    """Two runs, each loading and building with ``run(settings)``, and the models after each:
+    first with ``read_directory: false`` (``compare_without_the_directory``); then, after the
+    directory dropped an owner (``drop_an_owner``), a run that reads users from the directory
+    but not automation_exclusions, whose latest snapshot is the first run's
+    (``compare_users_read_without_the_exclusions``). One tenant and one warehouse for both:
+    the two reads of ``users`` the tap has besides its default."""
+    run(WITHOUT_THE_DIRECTORY)
+    compare_without_the_directory(query, ds)
+    dropped = drop_an_owner(ds)
+    run(WITHOUT_THE_EXCLUSIONS)
+    compare_users_read_without_the_exclusions(query, ds, dropped)
+
+
+def test_models_on_duckdb_read_users_without_the_directory_and_alone(
     meltano_plugins: None, e2e_emulator: Emulator, tmp_path: Path
 ) -> None:
+    """``users_variants`` through target-jsonl and dbt-duckdb; the second run's snapshot
+    markers say it read users and not automation_exclusions."""
     ds = e2e_emulator.dataset
     env, query = duckdb_models(e2e_emulator, tmp_path, as_of_instant(ds))
-    meltano("run", "tap-accessgov", "target-jsonl", env=env)
-    dropped = drop_an_owner(ds)
-    meltano(
-        "run", "tap-accessgov", "target-jsonl", "dbt-duckdb:build", env=env | WITHOUT_THE_EXCLUSIONS
-    )
+
+    def run(settings: dict[str, str]) -> None:
+        meltano("run", "tap-accessgov", "target-jsonl", "dbt-duckdb:build", env=env | settings)
+
+    users_variants(ds, query, run)
     markers = [
         json.loads(line)
         for line in (tmp_path / "jsonl" / "full_table_snapshots.jsonl").read_text().splitlines()
     ]
     latest = max(m["snapshotAt"] for m in markers)
-    run = {m["stream"] for m in markers if m["snapshotAt"] == latest}
-    assert "users" in run
-    assert "automation_exclusions" not in run
-    compare_users_read_without_the_exclusions(query, ds, dropped)
+    second = {m["stream"] for m in markers if m["snapshotAt"] == latest}
+    assert "users" in second
+    assert "automation_exclusions" not in second
 
 
-def test_models_on_postgres_count_owners_the_directory_dropped_when_users_is_read_alone(
+def test_models_on_postgres_read_users_without_the_directory_and_alone(
+    meltano_plugins: None,
     e2e_emulator: Emulator,
-    e2e_postgres: tuple[dict[str, str], t.Callable[[str], list[tuple[t.Any, ...]]]],
+    postgres: tuple[t.Any, str],
+    warehouse_url: str,
+    tmp_path: Path,
 ) -> None:
+    """``users_variants`` through the shipped job (target-postgres, then dbt-postgres)."""
+    connection, schema = postgres
     ds = e2e_emulator.dataset
-    env, query = e2e_postgres
-    meltano("run", "tap-accessgov", "target-postgres", env=env)
-    dropped = drop_an_owner(ds)
-    meltano("run", "accessgov", env=env | WITHOUT_THE_EXCLUSIONS)
-    compare_users_read_without_the_exclusions(query, ds, dropped)
+    env, query = postgres_models(
+        e2e_emulator, tmp_path, as_of_instant(ds), connection, schema, warehouse_url
+    )
+
+    def run(settings: dict[str, str]) -> None:
+        meltano("run", "accessgov", env=env | settings)
+
+    users_variants(ds, query, run)
 
 
 def old_java(directory: Path) -> Path:

@@ -147,20 +147,23 @@ def runs(warehouse: dict[str, t.Any]) -> list[tuple[str, str | None]]:
     )
 
 
-def wait_until_running(warehouse: dict[str, t.Any], process: subprocess.Popen[bytes]) -> None:
-    """Until the run's record says RUNNING; fails if the run ends first or never starts."""
+def wait_until_running(
+    warehouse: dict[str, t.Any], process: subprocess.Popen[bytes], earlier: int = 0
+) -> None:
+    """Until the run's record says RUNNING, after ``earlier`` records of runs before it;
+    fails if the run ends first or never starts."""
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        assert process.poll() is None, "the first run ended before the test could overlap it"
+        assert process.poll() is None, "the run ended before the test could overlap it"
         table = (
             warehouse["connection"]
             .execute("SELECT to_regclass(%s)", (f'"{warehouse["system"]}".runs',))
             .fetchone()[0]
         )
-        if table and [r for r in runs(warehouse) if r[0] == "RUNNING"]:
+        if table and [state for state, _ in runs(warehouse)][earlier:] == ["RUNNING"]:
             return
         time.sleep(0.2)
-    raise AssertionError("the first run never started")
+    raise AssertionError("the run never started")
 
 
 def models_query(warehouse: dict[str, t.Any]) -> t.Callable[[str], list[tuple]]:
@@ -261,40 +264,15 @@ def test_a_second_runner_with_a_fresh_project_continues_from_the_first_ones_stat
 REFUSED = f"Another '{JOB_STATE_ID}' pipeline is already running"
 
 
-def test_a_run_that_overlaps_a_running_one_is_refused_and_the_first_completes(
+def test_a_killed_run_blocks_the_next_for_five_minutes_and_a_running_one_refuses_overlaps(
     meltano_plugins: None, e2e_emulator: Emulator, warehouse, tmp_path: Path
 ) -> None:
-    env = prod_env(e2e_emulator, warehouse)
-    e2e_emulator.latency = (
-        1.0  # the first run reads for a while (lifted once the second is refused)
-    )
-    first_log = tmp_path / "first.log"
-    first = start_job(fresh_copy(tmp_path / "runner-1"), env, first_log)
-    try:
-        wait_until_running(warehouse, first)
-        returncode, output = run_job(fresh_copy(tmp_path / "runner-2"), env)
-        assert first.poll() is None, "the overlap must be tested while the first run runs"
-        e2e_emulator.latency = 0
-        assert first.wait(timeout=600) == 0, first_log.read_text()[-4000:]
-    finally:
-        if first.poll() is None:
-            os.killpg(first.pid, signal.SIGKILL)
-    assert returncode == 1
-    assert REFUSED in output
-    # The refused run left no record and touched nothing: one run, complete, models right.
-    assert runs(warehouse) == [("SUCCESS", None)]
-    compare(
-        models_query(warehouse), truth(e2e_emulator.dataset, as_of_instant(e2e_emulator.dataset))
-    )
-
-
-def test_a_killed_run_blocks_the_next_for_five_minutes_after_its_last_heartbeat(
-    meltano_plugins: None, e2e_emulator: Emulator, warehouse, tmp_path: Path
-) -> None:
-    """Meltano 4.4.1 writes a heartbeat into the run's record every second and takes a RUNNING
+    """One run of the job at a time, from fresh project copies sharing the system database.
+    Meltano 4.4.1 writes a heartbeat into the run's record every second and takes a RUNNING
     record whose heartbeat is 5 minutes old (HEARTBEAT_VALID_MINUTES, not a setting) for a dead
     run. The test does not wait those minutes: it moves the killed run's last heartbeat back,
-    the one thing Meltano compares with the clock."""
+    the one thing Meltano compares with the clock. The run it then lets start reads slowly,
+    and a run started meanwhile is refused while it completes."""
     env = prod_env(e2e_emulator, warehouse)
     e2e_emulator.latency = 0.5
     killed = start_job(fresh_copy(tmp_path / "runner-1"), env, tmp_path / "killed.log")
@@ -323,8 +301,23 @@ def test_a_killed_run_blocks_the_next_for_five_minutes_after_its_last_heartbeat(
     assert returncode == 1
     assert REFUSED in output
     heartbeat_age("5 minutes 1 second")
-    returncode, output = run_job(second, env)
-    assert returncode == 0, output[-4000:]
+    # the next run starts, and reads for a while (lifted once a third is refused)
+    e2e_emulator.latency = 1.0
+    second_log = tmp_path / "second.log"
+    running = start_job(second, env, second_log)
+    try:
+        wait_until_running(warehouse, running, earlier=1)
+        returncode, output = run_job(fresh_copy(tmp_path / "runner-3"), env)
+        assert running.poll() is None, "the overlap must be tested while the run runs"
+        e2e_emulator.latency = 0
+        assert running.wait(timeout=600) == 0, second_log.read_text()[-4000:]
+    finally:
+        if running.poll() is None:
+            os.killpg(running.pid, signal.SIGKILL)
+    assert returncode == 1
+    assert REFUSED in output
+    # The refused run left no record and touched nothing: the killed run failed, the next one
+    # completed, and whatever state the killed run left, the history is whole: nothing lost.
     assert runs(warehouse) == [
         (
             "FAIL",
@@ -332,7 +325,6 @@ def test_a_killed_run_blocks_the_next_for_five_minutes_after_its_last_heartbeat(
         ),
         ("SUCCESS", None),
     ]
-    # Whatever state the killed run left, the next one completes the history: nothing lost.
     compare(
         models_query(warehouse), truth(e2e_emulator.dataset, as_of_instant(e2e_emulator.dataset))
     )

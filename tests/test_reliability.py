@@ -52,10 +52,10 @@ from tests.conftest import (
 )
 
 FEED = "/api/v1/grants/feed"
-# The test tenant with 12 apps in its catalog instead of 120, for the run that pays for every
-# request (15% faults, each retried after a second or more, one at a time once the 429s have
-# halved the requests in flight): the 108 apps without grants only lengthened the catalog
-# read (151 of its 346 requests); every endpoint is still read, every fault kind still drawn.
+# The test tenant with 12 apps in its catalog instead of conftest's TEST_CATALOG_APPS, for the
+# run that pays for every request (15% faults, each retried after a second or more, one at a
+# time once the 429s have halved the requests in flight): the apps without grants only
+# lengthen the catalog read; every endpoint is still read, every fault kind still drawn.
 SMALL_CATALOG = {**SMALL_DATASET, "catalog_apps": 12}
 
 
