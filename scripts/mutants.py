@@ -109,6 +109,10 @@ COVERED_BY: dict[str, tuple[str, ...]] = {
         "tests/test_streams.py",  # the pseudonymisation example: oauthAuthorizedAs
         "tests/test_people_streams.py",  # a viewed object without an id
     ),
+    # the machinery: what a run keeps of the records other streams read (the catalog's), and
+    # the full-table streams' snapshot markers
+    "tap_accessgov/engine/read_once.py": ("tests/test_catalog.py",),
+    "tap_accessgov/engine/snapshots.py": ("tests/test_snapshots.py",),
     # the owner of concurrency: its own tests, and the reads of its users that hold threads
     "tap_accessgov/engine/concurrency.py": (
         "tests/test_concurrency.py",

@@ -13,6 +13,7 @@ import pytest
 
 from emulator import Dataset, Emulator, service
 from emulator.catalog import app_entitlement_object, app_object
+from tap_accessgov.engine.read_once import ReadOnce
 from tests.conftest import (
     CREDENTIAL,
     SMALL_DATASET,
@@ -288,3 +289,26 @@ def test_an_app_gone_or_without_an_id_is_skipped_with_its_warning_and_the_rest_r
         ),
         ("tap-accessgov.apps", "Skipping an app without an id (x)"),
     ]
+
+
+def test_a_run_keeps_a_partitions_notes_by_its_key_once_it_was_read_in_full() -> None:
+    """ReadOnce, what the catalog streams keep for the streams that read them: a partition's
+    notes are kept, under its own key, once its last record was taken (one left early is read
+    again when asked for); one kept is not read again; and a partition whose read noted
+    nothing (skipped before its records, as an app deleted since the listing) gives no notes."""
+    once: ReadOnce[str, int] = ReadOnce(lambda record: record["n"])
+    taken = once.noting("a", iter([{"n": 1}, {"n": 2}]))
+    assert next(taken) == {"n": 1}
+    assert once.kept("a") is None
+    assert list(taken) == [{"n": 2}]
+    assert once.kept("a") == [1, 2]
+    assert once.kept("b") is None
+    reads: list[str] = []
+
+    def read(key: str) -> t.Iterator[dict[str, t.Any]]:
+        reads.append(key)
+        return iter(())
+
+    assert once.of("a", lambda: read("a")) == [1, 2]
+    assert once.of("b", lambda: read("b")) == []
+    assert reads == ["b"]
