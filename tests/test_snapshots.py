@@ -5,6 +5,7 @@ in full; the grant feed is untouched."""
 from __future__ import annotations
 
 import contextlib
+import datetime
 import io
 import logging
 import re
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from emulator import Emulator
+from tap_accessgov.tap import TapAccessGov
 from tests.conftest import (
     FULL_TABLE,
     STREAMS,
@@ -24,6 +26,7 @@ from tests.conftest import (
     ns,
     parse_singer,
     run_cli,
+    shared_emulator,
     sync,
     tap_config,
 )
@@ -176,3 +179,35 @@ def test_a_record_limit_ends_every_stream_by_itself(
         STREAMS, 1
     )
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+
+
+def test_every_full_table_stream_requires_the_runs_start_in_utc_to_the_millisecond(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``snapshotAt`` is the tap's start (the SDK's ``initialized_at``) in UTC to the
+    millisecond, whatever the machine's time zone; each full-table stream's schema requires it
+    once and its key ends with it, however many taps a process makes (a schema shared between
+    them would be required twice in the second)."""
+    monkeypatch.setenv("TZ", "Pacific/Chatham")  # +12:45 or +13:45: never UTC
+    time.tzset()
+    try:
+        taps = [
+            TapAccessGov(config=tap_config(shared_emulator()), parse_env_config=False)
+            for _ in range(2)
+        ]
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    for tap in taps:
+        start = EPOCH + datetime.timedelta(milliseconds=tap.initialized_at)
+        expected = start.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        full_table = [s for s in tap.streams.values() if s.name in FULL_TABLE]
+        assert {s.name for s in full_table} == set(FULL_TABLE)
+        for stream in full_table:
+            assert stream.snapshot_at == expected, stream.name
+            assert stream.schema["required"].count("snapshotAt") == 1, stream.name
+            assert "snapshotAt" in stream.schema["properties"], stream.name
+            assert stream.primary_keys[-1] == "snapshotAt", stream.name
+
+
+EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
