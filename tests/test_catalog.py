@@ -293,9 +293,9 @@ def test_an_app_gone_or_without_an_id_is_skipped_with_its_warning_and_the_rest_r
 
 def test_a_run_keeps_a_partitions_notes_by_its_key_once_it_was_read_in_full() -> None:
     """ReadOnce, what the catalog streams keep for the streams that read them: a partition's
-    notes are kept, under its own key, once its last record was taken (one left early is read
-    again when asked for); one kept is not read again; and a partition whose read noted
-    nothing (skipped before its records, as an app deleted since the listing) gives no notes."""
+    notes are kept, under its own key, once its last record was taken, an empty partition's
+    too; one left early (``--test``'s limit closes it) is not kept, and is read again when
+    asked for; one kept is not read again; and a read that notes nothing gives no notes."""
     once: ReadOnce[str, int] = ReadOnce(lambda record: record["n"])
     taken = once.noting("a", iter([{"n": 1}, {"n": 2}]))
     assert next(taken) == {"n": 1}
@@ -303,12 +303,20 @@ def test_a_run_keeps_a_partitions_notes_by_its_key_once_it_was_read_in_full() ->
     assert list(taken) == [{"n": 2}]
     assert once.kept("a") == [1, 2]
     assert once.kept("b") is None
+    assert list(once.noting("empty", iter(()))) == []
+    assert once.kept("empty") == []
+    left = once.noting("c", iter([{"n": 3}, {"n": 4}]))
+    next(left)
+    left.close()
+    assert once.kept("c") is None
     reads: list[str] = []
 
-    def read(key: str) -> t.Iterator[dict[str, t.Any]]:
+    def read(key: str, *records: dict[str, t.Any]) -> t.Iterator[dict[str, t.Any]]:
         reads.append(key)
-        return iter(())
+        return once.noting(key, iter(records))
 
     assert once.of("a", lambda: read("a")) == [1, 2]
-    assert once.of("b", lambda: read("b")) == []
-    assert reads == ["b"]
+    assert once.of("empty", lambda: read("empty")) == []
+    assert once.of("c", lambda: read("c", {"n": 3}, {"n": 4})) == [3, 4]
+    assert once.of("d", lambda: (reads.append("d"), iter(()))[1]) == []
+    assert reads == ["c", "d"]
