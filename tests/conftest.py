@@ -430,6 +430,22 @@ def parse_singer(text: str) -> SyncResult:
 _DECODE = msgspec.json.Decoder().decode
 
 
+@contextlib.contextmanager
+def local_time_zone(zone: str) -> t.Iterator[None]:
+    """This process's local time zone is ``zone`` (``TZ``) until the block ends."""
+    before = os.environ.get("TZ")
+    os.environ["TZ"] = zone
+    time.tzset()
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["TZ"]
+        else:
+            os.environ["TZ"] = before
+        time.tzset()
+
+
 def offline_stream(name: str) -> t.Any:
     """Stream ``name`` of a tap with the test credential, for its hooks alone (nothing sent)."""
     config = {"client_id": CREDENTIAL.client_id, "client_secret": CREDENTIAL.client_secret}

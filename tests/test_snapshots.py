@@ -23,6 +23,7 @@ from tests.conftest import (
     SyncResult,
     catalog_selecting,
     config_file,
+    local_time_zone,
     ns,
     parse_singer,
     run_cli,
@@ -181,23 +182,16 @@ def test_a_record_limit_ends_every_stream_by_itself(
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
 
 
-def test_every_full_table_stream_requires_the_runs_start_in_utc_to_the_millisecond(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_every_full_table_stream_requires_the_runs_start_in_utc_to_the_millisecond() -> None:
     """``snapshotAt`` is the tap's start (the SDK's ``initialized_at``) in UTC to the
     millisecond, whatever the machine's time zone; each full-table stream's schema requires it
     once and its key ends with it, however many taps a process makes (a schema shared between
     them would be required twice in the second)."""
     config = tap_config(shared_emulator())
-    monkeypatch.setenv("TZ", "Pacific/Chatham")  # +12:45 or +13:45: never UTC
-    time.tzset()
-    try:
+    with local_time_zone("Pacific/Chatham"):  # +12:45 or +13:45: never UTC
         assert time.localtime().tm_gmtoff != 0, "the machine has no zone data"
         taps = [TapAccessGov(config=config, parse_env_config=False) for _ in range(2)]
         streams = [list(tap.streams.values()) for tap in taps]  # built in this zone
-    finally:
-        monkeypatch.undo()
-        time.tzset()
     for tap, built in zip(taps, streams, strict=True):
         start = EPOCH + datetime.timedelta(milliseconds=tap.initialized_at)
         expected = start.isoformat(timespec="milliseconds").replace("+00:00", "Z")

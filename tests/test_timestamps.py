@@ -5,13 +5,12 @@ kept to the nanosecond, and the same answers on a machine whose local time is no
 from __future__ import annotations
 
 import calendar
-import os
-import time
 import typing as t
 
 import pytest
 
 from tap_accessgov.timestamps import from_ns, normalize_timestamp, to_ns
+from tests.conftest import local_time_zone
 
 # (as written, in the one form)
 FORMS = [
@@ -42,15 +41,8 @@ def utc_ns(year: int, month: int, day: int, h: int, m: int, s: int, nanos: int =
 @pytest.fixture(params=["UTC", "America/New_York", "Asia/Kolkata"])
 def local_time(request: pytest.FixtureRequest) -> t.Iterator[str]:
     """This process's local time zone: the answers may not depend on it."""
-    before = os.environ.get("TZ")
-    os.environ["TZ"] = request.param
-    time.tzset()
-    yield request.param
-    if before is None:
-        del os.environ["TZ"]
-    else:
-        os.environ["TZ"] = before
-    time.tzset()
+    with local_time_zone(request.param):
+        yield request.param
 
 
 @pytest.mark.parametrize(("written", "normal"), FORMS)
