@@ -57,7 +57,56 @@ def team_project(
     (directory / "packages.yml").write_text(yaml.safe_dump(packages))
     profiles = {"analytics": {"target": "main", "outputs": {"main": output}}}
     (directory / "profiles.yml").write_text(yaml.safe_dump(profiles))
+    (directory / "models").mkdir()
+    (directory / "models" / "probe_rows.sql").write_text(PROBE_ROWS)
+    (directory / "models" / "probe_rows.yml").write_text(yaml.safe_dump(PROBE_TESTS))
     return directory
+
+
+# A model of the team's own, checked with the package's generic test (named by its package,
+# as a team names it), whose rows break each of its checks once: a key two rows hold (k1), a
+# NULL, a value not accepted (b); its other key and the accepted ids hold. The test warns
+# (the build succeeds) and dbt stores its failures: one row per check that fails.
+PROBE_ROWS = """
+select 'k1' as id, 'a' as state
+union all select 'k1', 'b'
+union all select 'k2', null
+"""
+PROBE_TESTS = {
+    "version": 2,
+    "models": [
+        {
+            "name": "probe_rows",
+            "data_tests": [
+                {
+                    "accessgov.well_formed_rows": {
+                        "name": "probe_contract",
+                        "arguments": {
+                            "keys": [["id"], ["id", "state"]],
+                            "not_null": ["id", "state"],
+                            "accepted_values": {"state": ["a", "c"], "id": ["k1", "k2"]},
+                        },
+                        "config": {"severity": "warn", "store_failures": True},
+                    }
+                }
+            ],
+        }
+    ],
+}
+# What the probe's failures are: each check that fails once, and only those
+PROBE_FAILURES = [
+    ("duplicate key", "id", 1),
+    ("null", "state", 1),
+    ("value not accepted", "state", 1),
+]
+
+
+def probe_failures(query: t.Callable[[str], list[tuple]], audit_schema: str) -> list[tuple]:
+    """The stored failures of the team's probe of ``well_formed_rows``, sorted."""
+    rows = query(
+        f"SELECT failed_check, column_names, failing_rows FROM {audit_schema}.probe_contract"
+    )
+    return sorted((check, columns, int(count)) for check, columns, count in rows)
 
 
 def dbt(utility: str, project: Path, *args: str) -> None:
@@ -111,6 +160,10 @@ def builds_the_package_on_duckdb(directory: Path, jsonl: Path, ours: Path, as_of
     with duckdb.connect(str(directory / "team.duckdb")) as db:
         db.execute(f"ATTACH '{ours}' AS ours (READ_ONLY)")
         same_marts(lambda sql: db.execute(sql).fetchall(), "ours.access", "analytics")
+        failures = probe_failures(
+            lambda sql: db.execute(sql).fetchall(), "analytics_dbt_test__audit"
+        )
+        assert failures == PROBE_FAILURES
 
 
 def builds_the_package_on_postgres(
@@ -139,3 +192,4 @@ def builds_the_package_on_postgres(
         return list(connection.execute(sql).fetchall())
 
     same_marts(query, f'"{schema}_models"', f'"{schema}_team"')
+    assert probe_failures(query, f'"{schema}_team_dbt_test__audit"') == PROBE_FAILURES

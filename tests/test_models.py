@@ -1176,21 +1176,22 @@ def test_staging_reads_unset_fields_as_null_and_the_latest_copy_on_duckdb(
             ("GRANT_EVENT_TYPE_ADDED", "added", "T1"),
         ]
 
-    # The package's test of a model's required columns (not_null_columns): the exclusion's
-    # unset account fails it, one row naming the column and its NULLs; stg_apps passes.
-    required = "test_name:not_null_columns"
+    # The package's test of a model's contract (well_formed_rows): the exclusion's unset
+    # account fails it, one row naming the check, the column and its NULLs; stg_apps passes.
+    # (Each of its checks failing: tests/team_project.py's probe.)
+    contract = "test_name:well_formed_rows"
     printed = meltano(
         "invoke", "dbt-duckdb", "test", "--store-failures", "--select",
-        f"{required},stg_automation_exclusions", f"{required},stg_apps",
+        f"{contract},stg_automation_exclusions", f"{contract},stg_apps",
         env=env, fails=True,
     )  # fmt: skip
-    assert "PASS not_null_columns_stg_apps_app_id " in printed, printed[-3000:]
-    assert "FAIL 1 not_null_columns_stg_automation_exclusions_" in printed, printed[-3000:]
+    assert "PASS well_formed_rows_stg_apps_" in printed, printed[-3000:]
+    assert "FAIL 1 well_formed_rows_stg_automation_exclusions_" in printed, printed[-3000:]
     failures = re.search(r"select \* from (\S+)", printed)  # where dbt stored them
     assert failures, printed[-3000:]
     with duckdb.connect(str(database), read_only=True) as db:
-        stored = f"SELECT column_name, null_rows FROM {failures[1]}"
-        assert db.execute(stored).fetchall() == [("app_user_id", 1)]
+        stored = f"SELECT failed_check, column_names, failing_rows FROM {failures[1]}"
+        assert db.execute(stored).fetchall() == [("null", "app_user_id", 1)]
 
 
 # Plan nodes that look rows up through an index: a nested loop over one of them does a

@@ -5,7 +5,6 @@ in full; the grant feed is untouched."""
 from __future__ import annotations
 
 import contextlib
-import datetime
 import io
 import logging
 import re
@@ -16,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from emulator import Emulator
+from tap_accessgov.engine.snapshots import SnapshotStream
 from tap_accessgov.tap import TapAccessGov
 from tests.conftest import (
     FULL_TABLE,
@@ -193,16 +193,33 @@ def test_every_full_table_stream_requires_the_runs_start_in_utc_to_the_milliseco
         taps = [TapAccessGov(config=config, parse_env_config=False) for _ in range(2)]
         streams = [list(tap.streams.values()) for tap in taps]  # built in this zone
     for tap, built in zip(taps, streams, strict=True):
-        start = EPOCH + datetime.timedelta(milliseconds=tap.initialized_at)
-        expected = start.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        seconds, millis = divmod(tap.initialized_at, 1000)
+        expected = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{millis:03d}Z"
         full_table = [s for s in built if s.name in FULL_TABLE]
         assert {s.name for s in full_table} == set(FULL_TABLE)
         for stream in full_table:
             assert stream.snapshot_at == expected, stream.name
-            assert stream.schema["required"].count("snapshotAt") == 1, stream.name
+            required = type(stream).schema.get("required", [])
+            assert stream.schema["required"] == [*required, "snapshotAt"], stream.name
             assert "snapshotAt" in stream.schema["properties"], stream.name
             declared = list(type(stream).primary_keys or [])
             assert list(stream.primary_keys) == [*declared, "snapshotAt"], stream.name
 
 
-EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+class _Listing(SnapshotStream):
+    """A full-table stream whose schema requires nothing (a new stream's may not)."""
+
+    name = "listing"
+    schema: t.ClassVar[dict[str, t.Any]] = {"properties": {"id": {"type": "string"}}}
+    primary_keys = ("id",)
+
+    def get_records(self, context: t.Any) -> t.Iterable[dict[str, t.Any]]:
+        return iter(())
+
+
+def test_a_full_table_schema_that_requires_nothing_comes_to_require_the_snapshot() -> None:
+    tap = TapAccessGov(config=tap_config(shared_emulator()), parse_env_config=False)
+    stream = _Listing(tap)
+    assert stream.schema["required"] == ["snapshotAt"]
+    assert list(stream.schema["properties"]) == ["id", "snapshotAt"]
+    assert _Listing.schema == {"properties": {"id": {"type": "string"}}}  # the class's untouched

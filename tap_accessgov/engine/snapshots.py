@@ -39,12 +39,14 @@ if t.TYPE_CHECKING:
     from singer_sdk.helpers.types import Context
 
 
+EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+
+
 def snapshot_instant(tap: Tap) -> str:
     """The run's snapshot id: the tap's start (the SDK's ``initialized_at``, epoch ms) in RFC
     3339 with milliseconds, a form every warehouse stores exactly."""
-    millis = tap.initialized_at
-    started = datetime.datetime.fromtimestamp(millis // 1000, tz=datetime.UTC)
-    return f"{started:%Y-%m-%dT%H:%M:%S}.{millis % 1000:03d}Z"
+    started = EPOCH + datetime.timedelta(milliseconds=tap.initialized_at)
+    return started.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class SnapshotStream(Stream):
@@ -54,14 +56,14 @@ class SnapshotStream(Stream):
     The stamp is put on in ``post_process`` (the SDK's per-record hook): a stream that
     overrides it returns ``super().post_process(row, context)``."""
 
-    def __init__(self, tap: Tap, *args: t.Any, **kwargs: t.Any) -> None:
-        super().__init__(tap, *args, **kwargs)
+    def __init__(self, tap: Tap) -> None:
+        super().__init__(tap)
         self.snapshot_at: str | None = None
         if not self.replication_key:
             self.snapshot_at = snapshot_instant(tap)
             schema = copy.deepcopy(self.schema)
             schema["properties"][SNAPSHOT_AT] = SNAPSHOT_AT_PROPERTY.to_dict()[SNAPSHOT_AT]
-            schema.setdefault("required", []).append(SNAPSHOT_AT)
+            schema["required"] = [*schema.get("required", []), SNAPSHOT_AT]
             # The streams declare both as class attributes (shadowing the SDK's properties,
             # one of them read-only), so the per-instance values go on the instance.
             self.schema = schema  # type: ignore[misc]

@@ -173,8 +173,8 @@ class TapStream(ProgressReportingStream, SnapshotStream):
     # it the system log's events (docs/performance.md).
     TYPE_CONFORMANCE_LEVEL = TypeConformanceLevel.NONE
 
-    def __init__(self, tap: Tap, *args: t.Any, **kwargs: t.Any) -> None:
-        super().__init__(tap, *args, **kwargs)
+    def __init__(self, tap: Tap) -> None:
+        super().__init__(tap)
         self.output = tap.message_writer
         self._warned: set[str] = set()  # the warnings given this run (warn_once)
 
