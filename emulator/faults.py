@@ -48,6 +48,7 @@ class Faults:
         self._kinds: tuple[str, ...] = ()
         self._rng = random.Random(0)
         self._random_delay = 5.0
+        self._random_retry_after = "1"
 
     def add(
         self,
@@ -67,9 +68,15 @@ class Faults:
             self._rules.append(_Rule(fault, path, times))
 
     def random(
-        self, rate: float, kinds: Iterable[str] = TRANSIENT, seed: int = 0, delay: float = 5.0
+        self,
+        rate: float,
+        kinds: Iterable[str] = TRANSIENT,
+        seed: int = 0,
+        delay: float = 5.0,
+        retry_after: str | int = 1,
     ) -> None:
-        """Give each /api/ request probability `rate` of a fault drawn from `kinds`."""
+        """Give each /api/ request probability `rate` of a fault drawn from `kinds` (a 429
+        asks to wait `retry_after`, a slow answer takes `delay` seconds)."""
         chosen = tuple(kinds)
         unknown = [k for k in chosen if k not in KINDS]
         if unknown or not chosen or not 0.0 <= rate <= 1.0:
@@ -77,6 +84,7 @@ class Faults:
         with self._lock:
             self._rate, self._kinds, self._rng = rate, chosen, random.Random(seed)
             self._random_delay = float(delay)
+            self._random_retry_after = str(retry_after)
 
     def clear(self) -> None:
         with self._lock:
@@ -93,5 +101,6 @@ class Faults:
                         self._rules.remove(rule)
                     return rule.fault
             if self._rate and path.startswith("/api/") and self._rng.random() < self._rate:
-                return Fault(self._rng.choice(self._kinds), delay=self._random_delay)
+                kind = self._rng.choice(self._kinds)
+                return Fault(kind, self._random_retry_after, self._random_delay)
         return None
