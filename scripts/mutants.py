@@ -113,6 +113,13 @@ COVERED_BY: dict[str, tuple[str, ...]] = {
     # the full-table streams' snapshot markers
     "tap_accessgov/engine/read_once.py": ("tests/test_catalog.py",),
     "tap_accessgov/engine/snapshots.py": ("tests/test_snapshots.py",),
+    # the partitioned streams' reading (the catalog's entitlements, the owners of each, the
+    # exclusions the users stream reads ahead while the directory pages)
+    "tap_accessgov/engine/partitions.py": (
+        "tests/test_catalog.py",
+        "tests/test_scoping_streams.py",
+        "tests/test_people_streams.py",
+    ),
     # the owner of concurrency: its own tests, and the reads of its users that hold threads
     "tap_accessgov/engine/concurrency.py": (
         "tests/test_concurrency.py",

@@ -17,6 +17,7 @@ from tap_accessgov.engine.stream import AccessGovStream
 
 if t.TYPE_CHECKING:
     import requests
+    from singer_sdk import Tap
     from singer_sdk.helpers.types import Context as SdkContext
 
     from tap_accessgov.engine.concurrency import InOrder
@@ -38,8 +39,8 @@ class ConcurrentPartitionsStream(AccessGovStream):
     setting) is a warning naming it; the others are still extracted.
     """
 
-    def __init__(self, *args: t.Any, **kwargs: t.Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, tap: Tap, **kwargs: t.Any) -> None:
+        super().__init__(tap, **kwargs)
         # Full-table only (an old state's entries: TapAccessGov.load_state): one state for
         # the stream, none per partition. Per partition the SDK writes an entry holding only
         # its context into every STATE message, and finds it by a scan of the list: the
