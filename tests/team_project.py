@@ -5,9 +5,10 @@ Meltano) makes from the same load: on DuckDB over target-jsonl's files, the pack
 repository at a release tag (``subdirectory``), and on PostgreSQL over target-postgres's
 tables, the package from a local path.
 
-The team's project is nothing but its own dbt_project.yml, packages.yml and profiles.yml, in a
-directory of its own; its dbt runs with none of this repository's environment (no DBT_* or
-ACCESSGOV_* variable), so the vars alone say where the data is.
+The team's project is its own dbt_project.yml, packages.yml and profiles.yml, and one model of
+its own checked with the package's generic test (``PROBES``), in a directory of its own; its
+dbt runs with none of this repository's environment (no DBT_* or ACCESSGOV_* variable), so
+the vars alone say where the data is.
 
 Each engine's scenario runs it right after its first load and build (tests/test_evidence_models.py),
 over the same load, rather than loading a tenant of its own for it."""
@@ -65,13 +66,29 @@ def team_project(
 
 # A model of the team's own, checked with the package's generic test (named by its package,
 # as a team names it), whose rows break each of its checks once: a key two rows hold (k1), a
-# NULL, a value not accepted (b); its other key and the accepted ids hold. The test warns
-# (the build succeeds) and dbt stores its failures: one row per check that fails.
+# NULL, values not accepted (b; k2). Each probe names some of the test's arguments (every
+# one of them; keys alone; accepted values alone, one of them quoted) and warns, so the
+# build succeeds, and dbt stores its failures: one row per check that fails, and only those.
 PROBE_ROWS = """
 select 'k1' as id, 'a' as state
 union all select 'k1', 'b'
 union all select 'k2', null
 """
+PROBES: dict[str, tuple[dict[str, t.Any], list[tuple[str, str, int]]]] = {
+    "probe_contract": (
+        {
+            "keys": [["id"], ["id", "state"]],
+            "not_null": ["id", "state"],
+            "accepted_values": {"state": ["a", "c"], "id": ["k1", "k2"]},
+        },
+        [("duplicate key", "id", 1), ("null", "state", 1), ("value not accepted", "state", 1)],
+    ),
+    "probe_keys": ({"keys": [["id"]]}, [("duplicate key", "id", 1)]),
+    "probe_values": (
+        {"accepted_values": {"state": ["a", "it's"], "id": ["k1"]}},
+        [("value not accepted", "id", 1), ("value not accepted", "state", 1)],
+    ),
+}
 PROBE_TESTS = {
     "version": 2,
     "models": [
@@ -80,33 +97,23 @@ PROBE_TESTS = {
             "data_tests": [
                 {
                     "accessgov.well_formed_rows": {
-                        "name": "probe_contract",
-                        "arguments": {
-                            "keys": [["id"], ["id", "state"]],
-                            "not_null": ["id", "state"],
-                            "accepted_values": {"state": ["a", "c"], "id": ["k1", "k2"]},
-                        },
+                        "name": name,
+                        "arguments": arguments,
                         "config": {"severity": "warn", "store_failures": True},
                     }
                 }
+                for name, (arguments, _) in PROBES.items()
             ],
         }
     ],
 }
-# What the probe's failures are: each check that fails once, and only those
-PROBE_FAILURES = [
-    ("duplicate key", "id", 1),
-    ("null", "state", 1),
-    ("value not accepted", "state", 1),
-]
 
 
-def probe_failures(query: t.Callable[[str], list[tuple]], audit_schema: str) -> list[tuple]:
-    """The stored failures of the team's probe of ``well_formed_rows``, sorted."""
-    rows = query(
-        f"SELECT failed_check, column_names, failing_rows FROM {audit_schema}.probe_contract"
-    )
-    return sorted((check, columns, int(count)) for check, columns, count in rows)
+def probes_fail_as_expected(query: t.Callable[[str], list[tuple]], audit_schema: str) -> None:
+    """The stored failures of each of the team's probes of ``well_formed_rows`` (``PROBES``)."""
+    for name, (_, expected) in PROBES.items():
+        rows = query(f"SELECT failed_check, column_names, failing_rows FROM {audit_schema}.{name}")
+        assert sorted((check, columns, int(count)) for check, columns, count in rows) == expected
 
 
 def dbt(utility: str, project: Path, *args: str) -> None:
@@ -160,10 +167,7 @@ def builds_the_package_on_duckdb(directory: Path, jsonl: Path, ours: Path, as_of
     with duckdb.connect(str(directory / "team.duckdb")) as db:
         db.execute(f"ATTACH '{ours}' AS ours (READ_ONLY)")
         same_marts(lambda sql: db.execute(sql).fetchall(), "ours.access", "analytics")
-        failures = probe_failures(
-            lambda sql: db.execute(sql).fetchall(), "analytics_dbt_test__audit"
-        )
-        assert failures == PROBE_FAILURES
+        probes_fail_as_expected(lambda sql: db.execute(sql).fetchall(), "analytics_dbt_test__audit")
 
 
 def builds_the_package_on_postgres(
@@ -192,4 +196,4 @@ def builds_the_package_on_postgres(
         return list(connection.execute(sql).fetchall())
 
     same_marts(query, f'"{schema}_models"', f'"{schema}_team"')
-    assert probe_failures(query, f'"{schema}_team_dbt_test__audit"') == PROBE_FAILURES
+    probes_fail_as_expected(query, f'"{schema}_team_dbt_test__audit"')

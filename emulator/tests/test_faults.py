@@ -136,13 +136,15 @@ def test_random_faults_are_seeded(api, emu: Emulator) -> None:
 
 def test_random_429s_ask_for_the_wait_given(api, emu: Emulator) -> None:
     """One second unless told (as a rule's 429), the given wait when told."""
-    for given, asked in ((None, "1"), (0, "0"), ("Wed, 21 Oct 2015 07:28:00 GMT", None)):
-        options = {} if given is None else {"retry_after": given}
-        emu.faults.random(rate=1.0, kinds=("429",), **options)
-        answer = feed(api, emu, {})
-        assert answer.status_code == 429
-        assert answer.headers["Retry-After"] == (asked or given)
-    emu.faults.clear()
+    try:
+        for given, asked in ((None, "1"), (0, "0"), ("Wed, 21 Oct 2015 07:28:00 GMT", None)):
+            options = {} if given is None else {"retry_after": given}
+            emu.faults.random(rate=1.0, kinds=("429",), **options)
+            answer = feed(api, emu, {})
+            assert answer.status_code == 429
+            assert answer.headers["Retry-After"] == (asked or given)
+    finally:
+        emu.faults.clear()  # the emulator is the module's
 
 
 def test_latency(api, emu: Emulator) -> None:

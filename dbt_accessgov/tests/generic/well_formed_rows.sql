@@ -16,6 +16,9 @@
 {%- if not (keys or not_null or accepted_values) -%}
   {{ exceptions.raise_compiler_error("well_formed_rows on " ~ model ~ ": name keys, not_null or accepted_values") }}
 {%- endif -%}
+{%- for key in keys if key is string -%}
+  {{ exceptions.raise_compiler_error("well_formed_rows on " ~ model ~ ": each of keys is a list of columns, not " ~ key) }}
+{%- endfor -%}
 {%- set failures = [] -%}
 with
 {%- for key in keys %}
@@ -41,7 +44,7 @@ column_counts as (
     {%- for column, values in accepted_values.items() %}
         sum(case when {{ column }} not in (
             {%- for value in values -%}
-            '{{ value | replace("'", "''") }}'{{ ", " if not loop.last }}
+            '{{ dbt.escape_single_quotes(value) }}'{{ ", " if not loop.last }}
             {%- endfor -%}
         ) then 1 else 0 end) as other_{{ loop.index }}
         {{- "," if not loop.last }}
