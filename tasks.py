@@ -295,10 +295,13 @@ def test_sdk_next(steps: dict[str, float]) -> None:
     # timeouts, rate limits kept real), and a waiting worker holds a core idle. Measured on
     # 2 cores: 142 s with 4 workers, 181 s with 2 (the e2e group, CPU-bound, gains nothing).
     workers = str(2 * (os.cpu_count() or 1))
+    # its timings (tests/groups.py) beside the main run's, not over them
+    timings = os.environ.get("ACCESSGOV_TEST_TIMINGS")
     step(
         steps,
         "pytest, next singer-sdk",
         *(python, "-m", "pytest", "-n", workers, "-m", "not e2e", *WITH_THE_SDK),
+        env={"ACCESSGOV_TEST_TIMINGS": f"{timings}.sdk-next.json"} if timings else None,
     )
 
 

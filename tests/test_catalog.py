@@ -99,6 +99,10 @@ def test_app_entitlements_equal_the_catalog(catalog_sync) -> None:
     assert len({r["appId"] for r in records if r["id"] == shared}) == 2
     # enum values newer than the tap pass through
     assert "APP_ENTITLEMENT_PURPOSE_VALUE_DELEGATION" in {r.get("purpose") for r in records}
+    # one state for each partitioned stream, none per partition (an app, an entitlement)
+    bookmarks = catalog_sync.state["bookmarks"]
+    assert {"app_entitlements", "automation_exclusions"} <= set(bookmarks)
+    assert not [stream for stream, state in bookmarks.items() if "partitions" in state]
 
 
 def test_exclusions_of_every_automated_entitlement_are_found_by_themselves(catalog_sync) -> None:

@@ -242,6 +242,8 @@ def test_users_alone_reads_the_exclusions_while_the_directory_pages_follow_each_
     # read one after the other): a margin that holds under load, unlike which ends first.
     during = [at for at in exclusions if min(directory) < at < max(directory)]
     assert len(during) >= len(exclusions) / 2, f"{len(during)} of {len(exclusions)} exclusion pages"
+    # the directory's series and the exclusions' threads: max_concurrency requests at most
+    assert emulator.stats["peak_in_flight"] <= concurrency
 
 
 @pytest.mark.parametrize("concurrency", [1, 2])

@@ -49,7 +49,7 @@ class ConcurrentPartitionsStream(AccessGovStream):
         self.state_partitioning_keys = ()
         self._partitions: list[dict[str, t.Any]] | None = None
         self._in_order: InOrder | None = None
-        self.partitions_read = 0  # partitions read to their end this run (404s not counted)
+        self.read_a_partition = False  # whether a partition was read to its end this run
 
     @property
     @override
@@ -77,8 +77,9 @@ class ConcurrentPartitionsStream(AccessGovStream):
         return self.partition_records(context) if context else ()
 
     def describe(self, context: Context) -> str:
-        """How a partition is named in messages (ids only: no personal data)."""
-        return ", ".join(f"{key} {value}" for key, value in context.items())
+        """How a partition is named in messages, in the stream's words (ids only: no personal
+        data): "app <id>", "resource type <id> of app <id>"."""
+        raise NotImplementedError
 
     @override
     def validate_response(self, response: requests.Response) -> None:
@@ -96,7 +97,7 @@ class ConcurrentPartitionsStream(AccessGovStream):
         """The records of one partition, in partition order whatever the concurrency."""
         try:
             yield from self._in_order_from(context).take(context)
-            self.partitions_read += 1
+            self.read_a_partition = True
         except PartitionNotFoundError as exc:
             self.partition_not_found(context, exc)
         except BaseException:

@@ -89,6 +89,6 @@ class RefusablePartitionsStream(RefusableStream, ConcurrentPartitionsStream):
 
     @override
     def partition_not_found(self, context: Context, exc: PartitionNotFoundError) -> None:
-        if not self.partitions_read:
+        if not self.read_a_partition:
             raise OperationRefusedError(f"{exc}, before any other answered") from None
         super().partition_not_found(context, exc)
