@@ -6,6 +6,7 @@ accounts and users are removed between runs."""
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 import typing as t
@@ -26,6 +27,7 @@ from tests.conftest import (
     SMALL_DATASET,
     SyncResult,
     catalog_selecting,
+    listed_exclusion_entitlements,
     ns,
     offline_stream,
     parse_page,
@@ -246,33 +248,58 @@ def test_users_alone_reads_the_exclusions_while_the_directory_pages_follow_each_
     assert emulator.stats["peak_in_flight"] <= concurrency
 
 
-@pytest.mark.parametrize("concurrency", [1, 2])
+@pytest.mark.parametrize(
+    ("selected", "read_directory", "concurrency", "exclusion_threads"),
+    [
+        ("users", True, 1, {"MainThread"}),
+        ("users", True, 2, {"prefetch_0"}),
+        ("users", True, 3, {"prefetch_0", "prefetch_1"}),
+        ("users", False, 2, {"prefetch_0", "prefetch_1"}),
+        ("automation_exclusions", True, 2, {"prefetch_0", "prefetch_1"}),
+    ],
+)
 def test_users_reads_in_worker_threads_only_above_a_concurrency_of_one(
-    emulator: Emulator, concurrency: int
+    emulator: Emulator,
+    selected: str,
+    read_directory: bool,
+    concurrency: int,
+    exclusion_threads: set[str],
 ) -> None:
     """``max_concurrency`` 1 reads everything in the main thread, one request after another;
     from 2 the directory's pages are read ahead in a thread of their own, and the exclusion
-    pages in the others (the threads that sent each request: a requests response hook)."""
-    config = tap_config(emulator) | {"max_concurrency": concurrency, "page_size": 10}
+    pages in the others: one less than the limit, or all of them without the directory, as
+    ``automation_exclusions`` alone does (the threads that sent each request, by name: a
+    requests response hook; each request slow enough that a thread more would take some)."""
+    emulator.latency = 0.02
+    config = tap_config(emulator) | {
+        "max_concurrency": concurrency,
+        "page_size": 10,
+        "read_directory": read_directory,
+    }
     tap = TapAccessGov(
         config=config,
-        catalog=catalog_selecting(config, {"users": None}),
+        catalog=catalog_selecting(config, {selected: None}),
         parse_env_config=False,
     )
-    threads: dict[str, set[bool]] = {"directory": set(), "exclusions": set()}
+    threads: dict[str, set[str]] = {"directory": set(), "exclusions": set()}
 
     def hook(response: requests.Response, *args: t.Any, **kwargs: t.Any) -> None:
         path = response.request.path_url.split("?")[0]
         read = "directory" if path == "/api/v1/users" else "exclusions"
         if read == "directory" or path.endswith("/automation/exclusions"):
-            threads[read].add(threading.current_thread() is threading.main_thread())
+            threads[read].add(threading.current_thread().name)
 
     for stream in ("users", "automation_exclusions"):
         tap.streams[stream].requests_session.hooks["response"].append(hook)  # type: ignore[attr-defined]
     result = sync(config, tap=tap)
-    assert users_read(result) == users_truth(emulator.dataset)
-    in_main = concurrency == 1
-    assert threads == {"directory": {in_main}, "exclusions": {in_main}}
+    assert len(emulator.dataset.exclusion_entitlements) >= 2 * concurrency, "pages to share"
+    if selected == "users" and read_directory:
+        assert users_read(result) == users_truth(emulator.dataset)
+    directory_threads = {"MainThread" if concurrency == 1 else "directory_0"}
+    assert threads == {
+        "directory": directory_threads if selected == "users" and read_directory else set(),
+        "exclusions": exclusion_threads,
+    }
 
 
 def test_without_the_directory_users_are_the_exclusions_users_each_once(
@@ -310,6 +337,37 @@ def test_users_read_no_exclusion_again_that_the_run_has_read(emulator: Emulator)
     alone = exclusion_requests({"automation_exclusions": None})
     assert alone >= len(emulator.dataset.exclusion_entitlements)
     assert exclusion_requests({"automation_exclusions": None, "users": None}) == alone
+
+
+@pytest.mark.parametrize("read_directory", [True, False])
+def test_an_exclusion_partition_the_service_does_not_know_is_asked_for_once_a_run(
+    emulator: Emulator, read_directory: bool
+) -> None:
+    """An exclusion partition ``automation_exclusions`` was answered 404 for (an entitlement
+    the service does not know: a warning) counts as read: ``users``, synced after it, does not
+    ask for it again, nor for any other partition the run has read (each page once)."""
+    ds = emulator.dataset
+    config = tap_config(emulator) | {"read_directory": read_directory, "max_concurrency": 4}
+    config["exclusion_entitlements"] = listed_exclusion_entitlements(emulator)
+    missing = {"app_id": ds.apps[0], "app_entitlement_id": "missing"}
+    config["exclusion_entitlements"].insert(1, missing)
+    missing_path = f"/api/v1/apps/{ds.apps[0]}/entitlements/missing/automation/exclusions"
+    result = sync(
+        config, catalog=catalog_selecting(config, {"automation_exclusions": None, "users": None})
+    )
+    assert set(result.records) == {"automation_exclusions", "users"}
+    by_path = emulator.stats["api_requests_by_path"]
+    # each other partition's pages once: the first (25 entries), then pages of 100
+    pages = {
+        f"/api/v1/apps/{app_id}/entitlements/{entitlement_id}/automation/exclusions": 1
+        + max(0, math.ceil((len(ds.exclusion_entries(app_id, entitlement_id)) - 25) / 100))
+        for app_id, entitlement_id in ds.exclusion_entitlements
+    }
+    assert len(pages) >= 5
+    assert {path: by_path[path] for path in by_path if path.endswith("/exclusions")} == {
+        **pages,
+        missing_path: 1,
+    }
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,8 @@ from typing_extensions import override
 from tap_accessgov.engine.stream import AccessGovStream
 
 if t.TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import requests
     from singer_sdk import Tap
     from singer_sdk.helpers.types import Context as SdkContext
@@ -96,7 +98,7 @@ class ConcurrentPartitionsStream(AccessGovStream):
     def partition_records(self, context: Context) -> t.Iterator[Record]:
         """The records of one partition, in partition order whatever the concurrency."""
         try:
-            yield from self._in_order_from(context).take(context)
+            yield from self._in_order_of_run().take(context)
             self.read_a_partition = True
         except PartitionNotFoundError as exc:
             self.partition_not_found(context, exc)
@@ -119,13 +121,15 @@ class ConcurrentPartitionsStream(AccessGovStream):
                 return
             yield record
 
-    def fetch_ahead(self, context: Context, threads: int) -> None:
-        """Start fetching ``context`` and the partitions after it in ``threads`` threads now,
-        before ``partition_records`` asks for them: for a stream that reads this one's
-        partitions while its own requests are one after another (``users`` reading the
-        directory), and keeps a thread of the run's limit for them (none: each is fetched
-        when asked)."""
-        self._in_order_from(context, threads)
+    def fetch_ahead(self, contexts: Sequence[Context], threads: int) -> None:
+        """Start fetching ``contexts`` in ``threads`` threads now, before ``partition_records``
+        asks for them in that order: for a stream that reads the partitions this run has not
+        read yet (``users``: none, some or all of them) while its own requests are one after
+        another (the directory's pages), and keeps a thread of the run's limit for them (none:
+        each is fetched when asked). A partition read already is not fetched again."""
+        self._in_order = self.concurrency.in_order(
+            self, "prefetch", contexts, self.read_partition, threads=threads
+        )
 
     def fetched(self, context: Context) -> bool:
         """Whether ``partition_records(context)`` answers without waiting: it is the next
@@ -133,16 +137,12 @@ class ConcurrentPartitionsStream(AccessGovStream):
         in_order = self._in_order
         return in_order is not None and not in_order.closed and in_order.ready(context)
 
-    def _in_order_from(self, context: Context, threads: int | None = None) -> InOrder:
-        """The partitions from ``context`` on, taken in order (the run's ``Concurrency``)."""
+    def _in_order_of_run(self) -> InOrder:
+        """The partitions being fetched ahead and taken in order: those ``fetch_ahead`` named,
+        or else every partition, in the order the SDK asks for them (the run's
+        ``Concurrency``)."""
         if self._in_order is None or self._in_order.closed:
-            partitions = self.partitions
-            start = partitions.index(dict(context)) if dict(context) in partitions else 0
             self._in_order = self.concurrency.in_order(
-                self,
-                "prefetch",
-                partitions[start:],
-                self.read_partition,
-                threads=threads,
+                self, "prefetch", self.partitions, self.read_partition
             )
         return self._in_order

@@ -97,10 +97,11 @@ class UsersStream(QueryPaging, AccessGovStream):
         handed on. Its first page comes before anything else: a key that may not read the
         directory fails on that one request, not after the catalog's. The exclusion pages not
         read yet in this run (all of them when ``automation_exclusions`` is not selected) are
-        then listed while the directory's next pages are read ahead, fetched by the other
-        threads of ``max_concurrency``, and taken in partition order between the directory's
-        records and while the main thread waits for its next page (so a failed exclusion page
-        fails the run at once, not after a directory page that does not come).
+        then listed while the directory's next pages are read ahead, fetched (those alone) by
+        the other threads of ``max_concurrency`` (all of them without the directory), and
+        taken in partition order between the directory's records and while the main thread
+        waits for its next page (so a failed exclusion page fails the run at once, not after a
+        directory page that does not come).
         """
         exclusions = self.exclusions
         unread: collections.deque[dict[str, t.Any]] = collections.deque()
@@ -120,9 +121,10 @@ class UsersStream(QueryPaging, AccessGovStream):
             for partition in exclusions.partitions
             if not exclusions.excluded_users.was_read(partition_key(partition))
         )
-        if unread and self.config["read_directory"]:
+        if unread:
             # the directory's series keeps one of the run's threads; the exclusions the rest
-            exclusions.fetch_ahead(unread[0], self.concurrency.limit - 1)
+            directory_threads = 1 if self.config["read_directory"] else 0
+            exclusions.fetch_ahead(list(unread), self.concurrency.limit - directory_threads)
         listed: set[str] = set()
         for user in itertools.chain(first, directory):
             listed.add(user["id"])
