@@ -740,6 +740,19 @@ def test_every_order_is_delivered_exactly_once_and_resumes_from_any_state(
     expected = truth(ordered.dataset, after=config["start_date"])
     assert delivered(first.records["grant_feed"]) == expected
     assert len(bodies.windows) > 8, "read in windows"
+    # The first page of the whole range (what the service serves first, pages of 100),
+    # served in no date order, is a sample of the range's dates: the first windows are cut
+    # at its quantiles, so their edges are dates of its events (about one per window of
+    # ``SAMPLE_WINDOWS_PER_WORKER`` x max_concurrency; cut evenly, an edge is one only by
+    # chance, as a piece's, cut at the dates a window read, may be)
+    sample = {
+        ns(e["feed"]["date"])
+        for e in ordered.dataset.feed_entries(after=config["start_date"])[:100]
+    }
+    edges = {ns(edge) for window in bodies.windows for edge in window if edge is not None}
+    if ordered.dataset.order == "none":
+        at_sample = len(edges & sample)
+        assert at_sample >= SAMPLE_WINDOWS_PER_WORKER * 8 // 2, f"{at_sample} edges of the sample's"
     midway = [s for s in first.states if s["bookmarks"].get("grant_feed", {}).get("backfill")]
     state = midway[len(midway) // 3]
     completed = state["bookmarks"]["grant_feed"]["backfill"]["completed"]
