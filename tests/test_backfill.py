@@ -12,6 +12,7 @@ import json
 import logging
 import math
 import random
+import re
 import signal
 import subprocess
 import threading
@@ -270,12 +271,39 @@ def test_a_state_file_of_the_previous_version_is_accepted(skewed: Emulator) -> N
     }
 
 
-def test_no_start_date_and_no_state_reads_everything(skewed: Emulator) -> None:
+def probe_round(caplog: pytest.LogCaptureFixture) -> tuple[str, int, int]:
+    """What a first sync's log says of its round of probes: after what it looked (an instant
+    or "the start"), where it found the events begin (ns), in how many requests."""
+    said = [
+        re.fullmatch(
+            r"The earliest grant feed record after (the start|\S+) is on or after (\S+) "
+            r"\((\d+) requests\); the windows are cut from there",
+            record.getMessage(),
+        )
+        for record in caplog.records
+        if record.getMessage().startswith("The earliest ")
+    ]
+    assert len(said) == 1, said
+    (line,) = said
+    assert line is not None, "the probe round's line, as it reads"
+    return line[1], ns(line[2]), int(line[3])
+
+
+def begin_found(probes: list[dict[str, t.Any]], first: int, lowest: int) -> int:
+    """Where a round of ``probes`` finds the events begin, the first at ``first``: the newest
+    probe instant with no event before it (none: ``lowest``)."""
+    return max((ns(p["before"]) for p in probes if ns(p["before"]) <= first), default=lowest)
+
+
+def test_no_start_date_and_no_state_reads_everything(
+    skewed: Emulator, caplog: pytest.LogCaptureFixture
+) -> None:
     config = feed_config(skewed)
     del config["start_date"]
     tap = TapAccessGov(config=config, catalog=feed_only(config), parse_env_config=False)
     bodies = Bodies(tap)
-    result = sync(config, tap=tap)
+    with caplog.at_level(logging.INFO):
+        result = sync(config, tap=tap)
     assert delivered(result.records["grant_feed"]) == truth(skewed.dataset)
     # A few probes find the earliest event, then windows are cut from there; the first
     # window has no lower bound, so nothing older can be missed.
@@ -285,6 +313,9 @@ def test_no_start_date_and_no_state_reads_everything(skewed: Emulator) -> None:
     # as many as the requests in flight but one, which the first page of the range takes.
     probes = [body for body in bodies.sent if body["pageSize"] == 10]
     assert 0 < len(probes) <= tap.config["max_concurrency"] - 1
+    # and the log says what they found, in how many requests (the first page of the range's)
+    first = min(ns(entry["feed"]["date"]) for entry in skewed.dataset.feed_entries())
+    assert probe_round(caplog) == ("the start", begin_found(probes, first, 0), len(probes) + 1)
 
 
 def test_a_service_allowing_two_requests_in_flight_still_gets_an_exact_run(
@@ -892,7 +923,7 @@ def test_a_sample_cut_gives_pieces_of_equal_counts_that_tile_the_window() -> Non
 
 
 def test_a_start_date_years_before_the_data_is_not_cut_into_empty_windows(
-    skewed: Emulator,
+    skewed: Emulator, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A start_date two years before the first event: one round of probes (pages of 10, at
     once) finds where the events begin, and the windows are cut there, the oldest still
@@ -902,12 +933,20 @@ def test_a_start_date_years_before_the_data_is_not_cut_into_empty_windows(
     config = feed_config(skewed, start_date=start)
     tap = TapAccessGov(config=config, catalog=feed_only(config), parse_env_config=False)
     bodies = Bodies(tap)
-    result = sync(config, tap=tap)
+    with caplog.at_level(logging.INFO):
+        result = sync(config, tap=tap)
     assert delivered(result.records["grant_feed"]) == truth(skewed.dataset, after=start)
     probes = [body for body in bodies.sent if body["pageSize"] == 10]
     assert 0 < len(probes) <= tap.config["max_concurrency"] - 1
     # each asks whether an event lies between start_date and an instant after it
     assert all(ns(body["after"]) == ns(start) < ns(body["before"]) for body in probes)
+    after, begin, requests_sent = probe_round(caplog)
+    assert (ns(after), begin, requests_sent) == (
+        ns(start),
+        begin_found(probes, first, ns(start)),
+        len(probes) + 1,
+    )
+    assert begin > ns(start), "found after the start"
     windows = {(b["after"], b.get("before")) for b in bodies.sent if b["pageSize"] != 10}
     assert min(ns(after) for after, _ in windows) == ns(start)
     empty = [(a, b) for a, b in windows if b is not None and ns(b) <= first]
