@@ -122,6 +122,18 @@ COVERED_BY: dict[str, tuple[str, ...]] = {
         "tests/test_scoping_streams.py",
         "tests/test_people_streams.py",
     ),
+    # the rest of the machinery (every stream's base): the request path (retries, proxies,
+    # the service's errors), the records' way out (conformance, the output, --test's limit)
+    "tap_accessgov/engine/stream.py": (
+        "tests/test_retries.py",
+        "tests/test_output.py",
+        "tests/test_shapes.py",
+        "tests/test_snapshots.py",
+        "tests/test_scoping_streams.py",
+        "tests/test_streams.py",
+        "tests/test_reliability.py",
+        "tests/test_proxy.py",
+    ),
     # the owner of concurrency: its own tests, and the reads of its users that hold threads
     "tap_accessgov/engine/concurrency.py": (
         "tests/test_concurrency.py",
