@@ -312,10 +312,45 @@ def test_no_start_date_and_no_state_reads_everything(
     # The probes (pages of 10) go out at once, one round: not a bisection of ~16 in a row;
     # as many as the requests in flight but one, which the first page of the range takes.
     probes = [body for body in bodies.sent if body["pageSize"] == 10]
-    assert 0 < len(probes) <= tap.config["max_concurrency"] - 1
+    # every probe instant back from now (1 day to 44 years) is after the epoch: as many
+    # probes as there are requests in flight but one
+    assert len(probes) == tap.config["max_concurrency"] - 1
     # and the log says what they found, in how many requests (the first page of the range's)
     first = min(ns(entry["feed"]["date"]) for entry in skewed.dataset.feed_entries())
     assert probe_round(caplog) == ("the start", begin_found(probes, first, 0), len(probes) + 1)
+
+
+@pytest.mark.parametrize("max_concurrency", [1, 2])
+def test_a_first_sync_of_one_or_two_requests_in_flight_probes_once(
+    skewed: Emulator, max_concurrency: int
+) -> None:
+    """The requests in flight but one probe where the events begin (the first page of the
+    range takes the other): one probe at a limit of 2, and one still at a limit of 1."""
+    config = feed_config(skewed, max_concurrency=max_concurrency)
+    del config["start_date"]
+    tap = TapAccessGov(config=config, catalog=feed_only(config), parse_env_config=False)
+    bodies = Bodies(tap)
+    result = sync(config, tap=tap)
+    assert delivered(result.records["grant_feed"]) == truth(skewed.dataset)
+    assert sum(1 for body in bodies.sent if body["pageSize"] == 10) == 1
+
+
+def test_a_run_with_an_end_date_asks_for_nothing_after_it(skewed: Emulator) -> None:
+    """start_date and end_date: every request of a first sync (the first page of the range,
+    the probes, the windows and their pieces) asks for events before end_date, and the run
+    delivers exactly the events between the two."""
+    dates = sorted(ns(entry["feed"]["date"]) for entry in skewed.dataset.feed_entries())
+    start, end = from_ns(dates[len(dates) // 10]), from_ns(dates[len(dates) * 9 // 10])
+    config = feed_config(skewed, start_date=start, end_date=end)
+    tap = TapAccessGov(config=config, catalog=feed_only(config), parse_env_config=False)
+    bodies = Bodies(tap)
+    result = sync(config, tap=tap)
+    assert delivered(result.records["grant_feed"]) == truth(skewed.dataset, after=start, before=end)
+    assert len(bodies.windows) > 8
+    beyond = [
+        body for body in bodies.sent if body.get("before") is None or ns(body["before"]) > ns(end)
+    ]
+    assert beyond == []
 
 
 def test_a_service_allowing_two_requests_in_flight_still_gets_an_exact_run(
