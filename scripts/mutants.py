@@ -12,9 +12,9 @@ copies it again into its ``mutants/`` there, with the changes switched on one at
 the tests ``COVERED_BY`` names for it, in one process (no xdist): mutmut first runs them once to
 learn which test reaches which function, then runs each mutant against the tests that reach
 it, until one fails: first those that killed earlier mutants, then module by module, the
-quickest first (scripts/mutant_order.py). Prints a table (module, mutants, killed,
-survived, timeouts, score) and every survivor's diff. Not part of the test command: a module
-takes minutes to an hour.
+quickest first, and a test far slower than on the unchanged code ends the run as a timeout
+(scripts/mutant_runs.py). Prints a table (module, mutants, killed, survived, timeouts, score)
+and every survivor's diff. Not part of the test command: a module takes minutes to an hour.
 """
 
 from __future__ import annotations
@@ -190,10 +190,10 @@ def work_tree(module: str, tests: tuple[str, ...], resume: bool) -> Path:
         "source_paths": ["tap_accessgov"],
         "only_mutate": [module],
         "also_copy": [name for name in top if name not in ("tap_accessgov", "tests")],
-        # scripts/mutant_order.py: a mutant's tests, the likeliest to fail and quickest first
+        # scripts/mutant_runs.py: a mutant's tests, the likeliest to fail and quickest first
         "pytest_add_cli_args": [
             *("-n", "0", "-p", "no:cacheprovider", "-q", "-x"),
-            *("-p", "scripts.mutant_order"),
+            *("-p", "scripts.mutant_runs"),
         ],
         "pytest_add_cli_args_test_selection": list(tests),
     }
