@@ -65,12 +65,24 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     if _run() == STATS_RUN and _took:
-        DURATIONS.write_text(json.dumps(_took, indent=0, sort_keys=True))
+        # a resumed run's stats are of the tests new since: the others' figures stay
+        DURATIONS.write_text(json.dumps(_durations() | _took, indent=0, sort_keys=True))
+
+
+def _durations() -> dict[str, float]:
+    """What each test took on the unchanged code: this plugin's figures (setup, call and
+    teardown), else mutmut's own (its call alone)."""
+    mutmut_stats = Path("mutmut-stats.json")
+    took: dict[str, float] = {}
+    if mutmut_stats.exists():
+        took |= json.loads(mutmut_stats.read_text()).get("duration_by_test", {})
+    if DURATIONS.exists():
+        took |= json.loads(DURATIONS.read_text())
+    return took
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    took: dict[str, float] = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
-    config.stash[TOOK] = took
+    took = config.stash[TOOK] = _durations()
     kills = Counter(KILLERS.read_text().splitlines()) if KILLERS.exists() else Counter[str]()
     by_module: defaultdict[str, float] = defaultdict(float)
     for item in items:
