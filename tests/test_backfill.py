@@ -794,7 +794,7 @@ def _overlaps(ranges: list[list[str | None]], first: int, last: int) -> bool:
 
 
 def test_every_order_is_delivered_exactly_once_and_resumes_from_any_state(
-    ordered: Emulator,
+    ordered: Emulator, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Whatever order the service returns a window in, the windows (split or not) deliver
     each event once; a rerun from a STATE written midway reads exactly what that STATE
@@ -822,7 +822,19 @@ def test_every_order_is_delivered_exactly_once_and_resumes_from_any_state(
     midway = [s for s in first.states if s["bookmarks"].get("grant_feed", {}).get("backfill")]
     state = midway[len(midway) // 3]
     completed = state["bookmarks"]["grant_feed"]["backfill"]["completed"]
-    resumed = sync(config, state=state, catalog=feed_only(config))
+    with caplog.at_level(logging.INFO):
+        resumed = sync(config, state=state, catalog=feed_only(config))
+    # the log says the run resumes, and how much of the range it does not read again
+    resuming = [
+        re.fullmatch(
+            r"Resuming an interrupted grant feed sync: (\d+) completed time range\(s\) "
+            r"from its state are not read again",
+            record.getMessage(),
+        )
+        for record in caplog.records
+        if record.getMessage().startswith("Resuming ")
+    ]
+    assert [int(line[1]) if line else None for line in resuming] == [len(completed)]
     rest = collections.Counter(
         {k: n for k, n in expected.items() if not _in(completed, int(k[-1]))}
     )
