@@ -312,8 +312,8 @@ def test_no_start_date_and_no_state_reads_everything(
     # The probes (pages of 10) go out at once, one round: not a bisection of ~16 in a row;
     # as many as the requests in flight but one, which the first page of the range takes.
     probes = [body for body in bodies.sent if body["pageSize"] == 10]
-    # every probe instant back from now (1 day to 44 years) is after the epoch: as many
-    # probes as there are requests in flight but one
+    # each probe instant back from now (1 day to 44 years; the first seven reach 11) is after
+    # the epoch: as many probes as there are requests in flight but one
     assert len(probes) == tap.config["max_concurrency"] - 1
     # and the log says what they found, in how many requests (the first page of the range's)
     first = min(ns(entry["feed"]["date"]) for entry in skewed.dataset.feed_entries())
@@ -808,9 +808,9 @@ def test_every_order_is_delivered_exactly_once_and_resumes_from_any_state(
     assert len(bodies.windows) > 8, "read in windows"
     # The first page of the whole range (what the service serves first, pages of 100),
     # served in no date order, is a sample of the range's dates: the first windows are cut
-    # at its quantiles, so their edges are dates of its events (about one per window of
-    # ``SAMPLE_WINDOWS_PER_WORKER`` x max_concurrency; cut evenly, an edge is one only by
-    # chance, as a piece's, cut at the dates a window read, may be)
+    # at its quantiles, so their edges are dates of its events (one per window of the
+    # ``SAMPLE_WINDOWS_PER_WORKER`` x max_concurrency but the last). Cut evenly, few are:
+    # only a piece's edge, cut at the dates its window read, can fall on one by chance.
     sample = {
         ns(e["feed"]["date"])
         for e in ordered.dataset.feed_entries(after=config["start_date"])[:100]
@@ -818,7 +818,8 @@ def test_every_order_is_delivered_exactly_once_and_resumes_from_any_state(
     edges = {ns(edge) for window in bodies.windows for edge in window if edge is not None}
     if ordered.dataset.order == "none":
         at_sample = len(edges & sample)
-        assert at_sample >= SAMPLE_WINDOWS_PER_WORKER * 8 // 2, f"{at_sample} edges of the sample's"
+        sample_edges = SAMPLE_WINDOWS_PER_WORKER * tap.config["max_concurrency"] - 1
+        assert at_sample >= sample_edges // 2, f"{at_sample} edges of the sample's"
     midway = [s for s in first.states if s["bookmarks"].get("grant_feed", {}).get("backfill")]
     state = midway[len(midway) // 3]
     completed = state["bookmarks"]["grant_feed"]["backfill"]["completed"]
@@ -987,8 +988,8 @@ def test_a_start_date_years_before_the_data_is_not_cut_into_empty_windows(
     assert 0 < len(probes) <= tap.config["max_concurrency"] - 1
     # each asks whether an event lies between start_date and an instant after it
     assert all(ns(body["after"]) == ns(start) < ns(body["before"]) for body in probes)
-    after, begin, requests_sent = probe_round(caplog)
-    assert (ns(after), begin, requests_sent) == (
+    looked_after, begin, requests_sent = probe_round(caplog)
+    assert (ns(looked_after), begin, requests_sent) == (
         ns(start),
         begin_found(probes, first, ns(start)),
         len(probes) + 1,

@@ -258,7 +258,7 @@ def test_users_alone_reads_the_exclusions_while_the_directory_pages_follow_each_
         ("automation_exclusions", True, 2, {"prefetch_0", "prefetch_1"}),
     ],
 )
-def test_users_reads_in_worker_threads_only_above_a_concurrency_of_one(
+def test_people_are_read_in_worker_threads_only_above_a_concurrency_of_one(
     emulator: Emulator,
     selected: str,
     read_directory: bool,
@@ -270,7 +270,8 @@ def test_users_reads_in_worker_threads_only_above_a_concurrency_of_one(
     pages in the others: one less than the limit, or all of them without the directory, as
     ``automation_exclusions`` alone does (the threads that sent each request, by name: a
     requests response hook; each request slow enough that a thread more would take some)."""
-    emulator.latency = 0.02
+    assert len(emulator.dataset.exclusion_entitlements) >= 2 * concurrency, "pages to share"
+    emulator.latency = 0.05
     config = tap_config(emulator) | {
         "max_concurrency": concurrency,
         "page_size": 10,
@@ -292,7 +293,6 @@ def test_users_reads_in_worker_threads_only_above_a_concurrency_of_one(
     for stream in ("users", "automation_exclusions"):
         tap.streams[stream].requests_session.hooks["response"].append(hook)  # type: ignore[attr-defined]
     result = sync(config, tap=tap)
-    assert len(emulator.dataset.exclusion_entitlements) >= 2 * concurrency, "pages to share"
     if selected == "users" and read_directory:
         assert users_read(result) == users_truth(emulator.dataset)
     directory_threads = {"MainThread" if concurrency == 1 else "directory_0"}

@@ -123,10 +123,12 @@ class ConcurrentPartitionsStream(AccessGovStream):
 
     def fetch_ahead(self, contexts: Sequence[Context], threads: int) -> None:
         """Start fetching ``contexts`` in ``threads`` threads now, before ``partition_records``
-        asks for them in that order: for a stream that reads the partitions this run has not
-        read yet (``users``: none, some or all of them) while its own requests are one after
-        another (the directory's pages), and keeps a thread of the run's limit for them (none:
-        each is fetched when asked). A partition read already is not fetched again."""
+        asks for them in that order: for a stream that reads some of this one's partitions
+        (``users``: those the run has not read) while its own requests follow each other (the
+        directory's pages) in a thread of the run's limit that it keeps for them. With no
+        thread to give, each is fetched when asked."""
+        if self._in_order is not None:
+            self._in_order.close()  # what an earlier read left (a record limit ended it)
         self._in_order = self.concurrency.in_order(
             self, "prefetch", contexts, self.read_partition, threads=threads
         )
