@@ -126,9 +126,8 @@ class ConcurrentPartitionsStream(AccessGovStream):
         asks for them in that order: for a stream that reads some of this one's partitions
         (``users``: those the run has not read) while its own requests follow each other (the
         directory's pages) in a thread of the run's limit that it keeps for them. With no
-        thread to give, each is fetched when asked."""
-        if self._in_order is not None:
-            self._in_order.close()  # what an earlier read left (a record limit ended it)
+        thread to give, each is fetched when asked. What an earlier read left fetching (a
+        record limit ended it) ends as the new threads start (``start_workers``)."""
         self._in_order = self.concurrency.in_order(
             self, "prefetch", contexts, self.read_partition, threads=threads
         )
