@@ -271,18 +271,27 @@ def test_a_state_file_of_the_previous_version_is_accepted(skewed: Emulator) -> N
     }
 
 
+def logged(
+    caplog: pytest.LogCaptureFixture, begins: str, pattern: str
+) -> list[re.Match[str] | None]:
+    """The log's lines that begin with ``begins``, each matched against ``pattern`` whole
+    (None: the line does not read as it should)."""
+    return [
+        re.fullmatch(pattern, record.getMessage())
+        for record in caplog.records
+        if record.getMessage().startswith(begins)
+    ]
+
+
 def probe_round(caplog: pytest.LogCaptureFixture) -> tuple[str, int, int]:
     """What a first sync's log says of its round of probes: after what it looked (an instant
     or "the start"), where it found the events begin (ns), in how many requests."""
-    said = [
-        re.fullmatch(
-            r"The earliest grant feed record after (the start|\S+) is on or after (\S+) "
-            r"\((\d+) requests\); the windows are cut from there",
-            record.getMessage(),
-        )
-        for record in caplog.records
-        if record.getMessage().startswith("The earliest ")
-    ]
+    said = logged(
+        caplog,
+        "The earliest ",
+        r"The earliest grant feed record after (the start|\S+) is on or after (\S+) "
+        r"\((\d+) requests\); the windows are cut from there",
+    )
     assert len(said) == 1, said
     (line,) = said
     assert line is not None, "the probe round's line, as it reads"
@@ -826,15 +835,12 @@ def test_every_order_is_delivered_exactly_once_and_resumes_from_any_state(
     with caplog.at_level(logging.INFO):
         resumed = sync(config, state=state, catalog=feed_only(config))
     # the log says the run resumes, and how much of the range it does not read again
-    resuming = [
-        re.fullmatch(
-            r"Resuming an interrupted grant feed sync: (\d+) completed time range\(s\) "
-            r"from its state are not read again",
-            record.getMessage(),
-        )
-        for record in caplog.records
-        if record.getMessage().startswith("Resuming ")
-    ]
+    resuming = logged(
+        caplog,
+        "Resuming ",
+        r"Resuming an interrupted grant feed sync: (\d+) completed time range\(s\) "
+        r"from its state are not read again",
+    )
     assert [int(line[1]) if line else None for line in resuming] == [len(completed)]
     rest = collections.Counter(
         {k: n for k, n in expected.items() if not _in(completed, int(k[-1]))}
