@@ -738,16 +738,30 @@ def test_the_readme_pseudonymisation_example_leaves_no_personal_value_in_clear()
     assert "profile" not in result.schemas["users"]["properties"]
 
 
+def offline_grant_feed() -> t.Any:
+    """The grant feed stream of a tap that sends nothing: its pages are handed to it."""
+    return TapAccessGov(
+        config={"client_id": CREDENTIAL.client_id, "client_secret": CREDENTIAL.client_secret},
+        parse_env_config=False,
+    ).streams["grant_feed"]
+
+
+def feed_page(body: dict[str, t.Any]) -> Page:
+    """A grant feed page as the service answers it (200, ``body``)."""
+    answer = requests.Response()
+    answer.status_code = 200
+    answer._content = json.dumps(body).encode()
+    answer.request = requests.Request("POST", "http://127.0.0.1/api/v1/grants/feed").prepare()
+    return Page.read(answer)
+
+
 def test_expanded_paths_that_point_nowhere_are_said_and_left_null(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """A path outside the page's ``expanded`` (past its end, at its end, not a path into it)
     leaves the object null with a warning naming the path; each object no entry references
     is counted once per page."""
-    stream = TapAccessGov(
-        config={"client_id": CREDENTIAL.client_id, "client_secret": CREDENTIAL.client_secret},
-        parse_env_config=False,
-    ).streams["grant_feed"]
+    stream = offline_grant_feed()
 
     def entry(n: int, **paths: str) -> dict:
         feed = {"appId": "a", "appEntitlementId": "e", "appUserId": f"u{n}"}
@@ -762,12 +776,8 @@ def test_expanded_paths_that_point_nowhere_are_said_and_left_null(
         ],
         "expanded": expanded,
     }
-    answer = requests.Response()
-    answer.status_code = 200
-    answer._content = json.dumps(body).encode()
-    answer.request = requests.Request("POST", "http://127.0.0.1/api/v1/grants/feed").prepare()
     with caplog.at_level(logging.WARNING):
-        records = list(stream.parse_response(Page.read(answer)))
+        records = list(stream.parse_response(feed_page(body)))
     assert [
         (r.get("app"), r.get("appUser"), r.get("entitlement"), r.get("ticket")) for r in records
     ] == [
@@ -782,3 +792,36 @@ def test_expanded_paths_that_point_nowhere_are_said_and_left_null(
         "Grant feed path '$.expanded[9]' does not point into the page's expanded",
         "1 expanded object(s) on a grant feed page are referenced by no entry",
     ]
+
+
+def test_a_page_whose_expanded_objects_are_all_referenced_warns_of_nothing(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Every object of ``expanded`` referenced by an entry: no warning, not one of none."""
+    feed = {"appId": "a", "appEntitlementId": "e", "appUserId": "u", "date": "2024-03-05T06:07:08Z"}
+    body = {
+        "list": [{"feed": feed, "appPath": "$.expanded[0]", "appUserPath": "$.expanded[1]"}],
+        "expanded": [{"@type": "App", "id": "a"}, {"@type": "AppUser", "id": "u"}],
+    }
+    with caplog.at_level(logging.WARNING):
+        records = list(offline_grant_feed().parse_response(feed_page(body)))
+    assert [(r["app"]["id"], r["appUser"]["id"]) for r in records] == [("a", "u")]
+    assert caplog.messages == []
+
+
+@pytest.mark.parametrize("date", [None, "", "not a date", 20240305])
+def test_an_entry_without_a_readable_date_stops_the_run_naming_the_entry(
+    date: t.Any,
+) -> None:
+    """The feed's date is its replication key: an entry without one readable cannot be
+    placed, and the run stops with the entry as the service sent it (ids, no person's data:
+    the expanded objects are not in it) rather than deliver an event it cannot bookmark."""
+    feed = {"appId": "a", "appEntitlementId": "e", "appUserId": "u", "date": date}
+    if date is None:
+        del feed["date"]
+    body = {"list": [{"feed": feed}]}
+    with pytest.raises(FatalAPIError) as failed:
+        list(offline_grant_feed().parse_response(feed_page(body)))
+    assert str(failed.value) == (
+        f"a grant feed entry has no readable feed.date: {{'feed': {feed!r}}}"
+    )
