@@ -18,11 +18,9 @@ from singer_sdk.exceptions import FatalAPIError
 from emulator import Dataset, Emulator
 from emulator.feed import ORDERS as FEED_ORDERS
 from emulator.shapes import SHAPES
-from tap_accessgov.paging import Page
 from tap_accessgov.progress import ProgressCounter
 from tap_accessgov.tap import TapAccessGov
 from tests.conftest import (
-    CREDENTIAL,
     ROOT,
     SMALL_DATASET,
     STREAMS,
@@ -30,6 +28,8 @@ from tests.conftest import (
     catalog_selecting,
     listed_exclusion_entitlements,
     ns,
+    offline_stream,
+    parse_page,
     parse_singer,
     shared_emulator,
     sync,
@@ -738,30 +738,13 @@ def test_the_readme_pseudonymisation_example_leaves_no_personal_value_in_clear()
     assert "profile" not in result.schemas["users"]["properties"]
 
 
-def offline_grant_feed() -> t.Any:
-    """The grant feed stream of a tap that sends nothing: its pages are handed to it."""
-    return TapAccessGov(
-        config={"client_id": CREDENTIAL.client_id, "client_secret": CREDENTIAL.client_secret},
-        parse_env_config=False,
-    ).streams["grant_feed"]
-
-
-def feed_page(body: dict[str, t.Any]) -> Page:
-    """A grant feed page as the service answers it (200, ``body``)."""
-    answer = requests.Response()
-    answer.status_code = 200
-    answer._content = json.dumps(body).encode()
-    answer.request = requests.Request("POST", "http://127.0.0.1/api/v1/grants/feed").prepare()
-    return Page.read(answer)
-
-
 def test_expanded_paths_that_point_nowhere_are_said_and_left_null(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """A path outside the page's ``expanded`` (past its end, at its end, not a path into it)
     leaves the object null with a warning naming the path; each object no entry references
     is counted once per page."""
-    stream = offline_grant_feed()
+    stream = offline_stream("grant_feed")
 
     def entry(n: int, **paths: str) -> dict:
         feed = {"appId": "a", "appEntitlementId": "e", "appUserId": f"u{n}"}
@@ -777,7 +760,7 @@ def test_expanded_paths_that_point_nowhere_are_said_and_left_null(
         "expanded": expanded,
     }
     with caplog.at_level(logging.WARNING):
-        records = list(stream.parse_response(feed_page(body)))
+        records = parse_page(stream, body, "/api/v1/grants/feed", "POST")
     assert [
         (r.get("app"), r.get("appUser"), r.get("entitlement"), r.get("ticket")) for r in records
     ] == [
@@ -804,7 +787,7 @@ def test_a_page_whose_expanded_objects_are_all_referenced_warns_of_nothing(
         "expanded": [{"@type": "App", "id": "a"}, {"@type": "AppUser", "id": "u"}],
     }
     with caplog.at_level(logging.WARNING):
-        records = list(offline_grant_feed().parse_response(feed_page(body)))
+        records = parse_page(offline_stream("grant_feed"), body, "/api/v1/grants/feed", "POST")
     assert [(r["app"]["id"], r["appUser"]["id"]) for r in records] == [("a", "u")]
     assert caplog.messages == []
 
@@ -821,7 +804,7 @@ def test_an_entry_without_a_readable_date_stops_the_run_naming_the_entry(
         del feed["date"]
     body = {"list": [{"feed": feed}]}
     with pytest.raises(FatalAPIError) as failed:
-        list(offline_grant_feed().parse_response(feed_page(body)))
+        parse_page(offline_stream("grant_feed"), body, "/api/v1/grants/feed", "POST")
     assert str(failed.value) == (
         f"a grant feed entry has no readable feed.date: {{'feed': {feed!r}}}"
     )

@@ -21,8 +21,17 @@ from emulator import shapes as served_shapes
 from emulator import system_log as served
 from emulator.system_log import Kind
 from emulator.timefmt import format_ns
+from tap_accessgov.engine.windowed import ResumableRun
 from tap_accessgov.tap import TapAccessGov
-from tests.conftest import SMALL_DATASET, SyncResult, catalog_selecting, ns, sync, tap_config
+from tests.conftest import (
+    SMALL_DATASET,
+    SyncResult,
+    catalog_selecting,
+    ns,
+    offline_stream,
+    sync,
+    tap_config,
+)
 
 LOG = "/api/v1/systemlog/events"
 DATASET = {**SMALL_DATASET, "log_background": 3000}
@@ -221,6 +230,17 @@ def test_a_first_run_without_start_date_reads_the_whole_log(emulator: Emulator) 
     assert len(delivered) == len(set(delivered))
     assert sorted(delivered) == truth(emulator, 0, result.until)
     assert len(delivered) > 1000
+
+
+def test_a_page_none_of_whose_events_has_a_time_moves_no_bookmark() -> None:
+    """A page of sign-ins all without ``time`` (the older shapes) tells the run nothing of how
+    far it got: the latest instant delivered stays where the pages before put it."""
+    run = ResumableRun(offline_stream("system_log"), "filters")
+    run.saw([None, None])
+    assert run.backfill.latest is None
+    run.saw([None, "2026-03-05T06:07:08.009Z", "2026-03-05T06:07:08.001Z"])
+    run.saw([None])
+    assert run.backfill.latest == "2026-03-05T06:07:08.009Z"
 
 
 def test_unreadable_events_are_skipped_or_left_without_time_with_one_warning_per_kind(
