@@ -386,13 +386,20 @@ def test_unknown_entitlement_is_a_warning_and_the_others_are_extracted(
     assert "404" in warnings[0]
 
 
-def test_no_exclusion_entitlements_configured(emulator: Emulator) -> None:
+def test_no_exclusion_entitlements_configured(
+    emulator: Emulator, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An empty ``exclusion_entitlements``: no exclusion is asked for, and the log says so."""
     config = {**tap_config(emulator), "exclusion_entitlements": [], "read_directory": False}
-    result = sync(
-        config, catalog=catalog_selecting(config, {"automation_exclusions": None, "users": None})
-    )
+    with caplog.at_level(logging.INFO):
+        result = sync(
+            config,
+            catalog=catalog_selecting(config, {"automation_exclusions": None, "users": None}),
+        )
     assert not result.records
     assert exclusion_requests(emulator) == 0
+    said = [m for m in caplog.messages if "app entitlement to read" in m.lower()]
+    assert said == ["No app entitlement to read automation exclusions of"]
 
 
 @pytest.mark.parametrize("shapes", SHAPES)
