@@ -54,6 +54,11 @@ def _run() -> str:
     return os.environ.get("MUTANT_UNDER_TEST", "")
 
 
+def _module(item: pytest.Item) -> str:
+    """The test module of ``item`` (its node id's path)."""
+    return item.nodeid.split("::")[0]
+
+
 def _function(mutant: str) -> str:
     """The function a mutant changes (its name without ``__mutmut_<n>``)."""
     return mutant.rsplit("__mutmut_", 1)[0]
@@ -113,17 +118,17 @@ class MutantRun:
         by_module: defaultdict[str, float] = defaultdict(float)
         slowest: defaultdict[str, float] = defaultdict(float)
         for item in items:
-            module = item.nodeid.split("::")[0]
+            module = _module(item)
             by_module[module] += took.get(item.nodeid, 0.0)
             slowest[module] = max(slowest[module], took.get(item.nodeid, 0.0))
         self.limit = {
-            item.nodeid: SLOWER * (took[item.nodeid] + slowest[item.nodeid.split("::")[0]]) + GRACE
+            item.nodeid: SLOWER * (took[item.nodeid] + slowest[_module(item)]) + GRACE
             for item in items
             if item.nodeid in took
         }
 
         def rank(item: pytest.Item) -> tuple[int, float, str, float]:
-            module = item.nodeid.split("::")[0]
+            module = _module(item)
             return -kills[item.nodeid], by_module[module], module, took.get(item.nodeid, 0.0)
 
         items.sort(key=rank)

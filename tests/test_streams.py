@@ -330,14 +330,18 @@ def test_without_expand_mask_no_objects_are_added(full_sync: SyncResult) -> None
     assert all(record.get(field) is None for field in ("app", "appUser", "entitlement", "ticket"))
 
 
+def exclusion_pages(entries: int, page_size: int = 100) -> int:
+    """The requests an entitlement's ``entries`` exclusions take: the first without paging
+    parameters (25 results), then pages of page_size."""
+    return 1 + max(0, math.ceil((entries - 25) / page_size))
+
+
 def expected_exclusion_requests(emulator: Emulator, page_size: int = 100) -> int:
-    """First request without paging parameters (25 results), then pages of page_size; one
-    entitlement after another of those with automation on."""
-    total = 0
-    for app_id, entitlement_id in emulator.dataset.automated_entitlements:
-        size = len(emulator.dataset.exclusion_entries(app_id, entitlement_id))
-        total += 1 + max(0, math.ceil((size - 25) / page_size))
-    return total
+    """One entitlement after another of those with automation on (``exclusion_pages``)."""
+    return sum(
+        exclusion_pages(len(emulator.dataset.exclusion_entries(app_id, entitlement_id)), page_size)
+        for app_id, entitlement_id in emulator.dataset.automated_entitlements
+    )
 
 
 def exclusion_requests(emulator: Emulator) -> int:
