@@ -8,12 +8,16 @@ the last tenth of 60 days) at 100 ms per request, for every feed order the emula
 ``start_date`` (at the data, two years before it, unset), side by side in one run,
 alternating, medians:
 
-1. the tap with default settings versus a sequential raw loop (requests, pages of 100): the
-   speed-up (goal >= 6x at 8 in flight), and the tap's requests; beside them the limit on
-   this machine: the same raw loop reading 8 windows of equal counts at once, cut at the
-   dates of every event (read beforehand, without latency): what a client that knew the data
-   in advance does with 8 in flight; and the ceiling of any tap on the SDK here: the limit
-   plus what the tap's imports take over the raw loop's (``python -c "import
+1. at each number of requests in flight (``--backfill-in-flight``, default 8, the tap's
+   default, and 16, its most), the tap at that ``max_concurrency`` versus a sequential raw
+   loop (requests, pages of 100): the speed-up (goal >= 7x at 8, >= 12x at 16), the tap's
+   requests, and how busy its slots were, measured by the emulator (the requests in flight
+   on average over the most allowed; the ramp, before the most at once were first reached,
+   and the tail, after they were last left: what keeps a slot idle); beside them the limit
+   on this machine: the same raw loop reading as many windows of equal counts at once, cut
+   at the dates of every event (read beforehand, without latency): what a client that knew
+   the data in advance does; and the ceiling of any tap on the SDK here: the limit plus
+   what the tap's imports take over the raw loop's (``python -c "import
    tap_accessgov.tap"`` versus ``python -c "import requests"``, timed in the same rounds);
 2. the events read twice when the tap is killed with SIGKILL after 70% of the records and
    resumed from its last STATE (goal: no more than the windows in flight);
@@ -134,6 +138,87 @@ def feed_requests(emulator: EmulatorProcess) -> int:
     return int(emulator.control("stats")["api_requests_by_path"].get("/api/v1/grants/feed", 0))
 
 
+def _mean_in_flight(occupancy: dict[str, t.Any]) -> float:
+    """Requests in flight on average from a run's first request to its last (the emulator's
+    ``occupancy``)."""
+    seconds = occupancy["seconds"]
+    spent = sum(int(level) * at for level, at in occupancy["by_level"].items())
+    return spent / seconds if seconds else 0.0
+
+
+def _rows(
+    emulator: EmulatorProcess,
+    config: Path,
+    catalog: Path,
+    dates: Path,
+    taps: dict[str, dict[str, str] | None],
+    args: argparse.Namespace,
+    workdir: Path,
+) -> list[str]:
+    """A row's cells from the sequential loop on, one row for each number of requests in
+    flight (``--backfill-in-flight``), all measured in the same rounds, alternating: the
+    sequential loop; the limit and the ceiling; then each tap's time, its speed-up over the
+    sequential loop, its requests, how busy its slots were (the emulator's occupancy: the
+    mean requests in flight over the most allowed, from the first request to the last), the
+    ramp (before the most at once were first reached) and the tail (after they were last
+    left: its seconds and mean requests in flight), and the events read twice after a kill."""
+    events, levels = args.backfill_events, args.backfill_in_flight
+    settings = json.loads(config.read_text())
+    configs = {}
+    for in_flight in levels:
+        configs[in_flight] = workdir / f"{config.stem}-{in_flight}.json"
+        configs[in_flight].write_text(json.dumps({**settings, "max_concurrency": in_flight}))
+    raw_times: list[float] = []
+    imports_surplus: list[float] = []
+    limit_times: dict[int, list[float]] = {n: [] for n in levels}
+    tap_times: dict[tuple[int, str], list[float]] = {(n, name): [] for n in levels for name in taps}
+    sent: dict[tuple[int, str], list[int]] = {key: [] for key in tap_times}
+    occupancy: dict[tuple[int, str], list[dict[str, t.Any]]] = {key: [] for key in tap_times}
+    for _ in range(args.rounds):
+        raw_times.append(bench.run(bench.raw_loop(config))[0])
+        for in_flight in levels:
+            for name, env in taps.items():
+                emulator.control("reset-stats", {})
+                command = bench.tap_command(configs[in_flight], catalog)
+                tap_times[in_flight, name].append(bench.run(command, env=env)[0])
+                sent[in_flight, name].append(feed_requests(emulator))
+                occupancy[in_flight, name].append(emulator.control("stats")["in_flight"])
+            limit_command = bench.raw_loop(config, "--windows", str(dates), str(in_flight))
+            limit_times[in_flight].append(bench.run(limit_command)[0])
+        imports_surplus.append(
+            bench.run([sys.executable, "-c", "import tap_accessgov.tap"])[0]
+            - bench.run([sys.executable, "-c", "import requests"])[0]
+        )
+    raw_s = statistics.median(raw_times)
+    rows = []
+    for in_flight in levels:
+        limit_s = statistics.median(limit_times[in_flight])
+        ceiling_s = limit_s + statistics.median(imports_surplus)
+        cells = (
+            f"| {raw_s:.2f} s | {in_flight} | {limit_s:.2f} s {raw_s / limit_s:.1f}x "
+            f"| {ceiling_s:.2f} s {raw_s / ceiling_s:.1f}x |"
+        )
+        for name, env in taps.items():
+            tap_s = statistics.median(tap_times[in_flight, name])
+            delivered, resumed = _killed_then_resumed(
+                configs[in_flight], catalog, workdir, events * 7 // 10, env
+            )
+            twice = delivered + resumed - events
+            runs = occupancy[in_flight, name]
+            busy = statistics.median(_mean_in_flight(o) / in_flight for o in runs)
+            ramp = statistics.median(o["ramp"]["seconds"] for o in runs)
+            tail = statistics.median(o["tail"]["seconds"] for o in runs)
+            tail_mean = statistics.median(o["tail"]["mean"] for o in runs)
+            cells += (
+                f" {tap_s:.2f} s | **{raw_s / tap_s:.1f}x** "
+                f"| {statistics.median(sent[in_flight, name]):.0f} | {busy:.0%} "
+                f"| {ramp:.2f} s | {tail:.2f} s at {tail_mean:.1f} "
+                f"| {twice:,} ({twice / events:.1%}) |"
+            )
+        rows.append(cells)
+    return rows
+
+
 def backfill(args: argparse.Namespace, workdir: Path, report: t.Callable[[str], None]) -> None:
     events = args.backfill_events
     emulators: dict[str, EmulatorProcess] = {}
@@ -153,16 +238,20 @@ def backfill(args: argparse.Namespace, workdir: Path, report: t.Callable[[str], 
         report(
             f"backfill: {events:,} events, 70% in the last tenth of 60 days, 100 ms per "
             f"request, pages of 100, {args.rounds} round(s) alternating; killed after 70% of "
-            "the records and resumed"
+            "the records and resumed; at each number of requests in flight (the tap's "
+            "max_concurrency, the limit's windows)"
         )
         header = (
-            "| feed order | start_date | sequential | limit: 8 known windows, raw "
+            "| feed order | start_date | sequential | in flight | limit: known windows, raw "
             "| ceiling: the limit + the tap's imports |"
         )
         for name in taps:
-            header += f" {name} | speed-up | requests | read twice after a kill at 70% |"
+            header += (
+                f" {name} | speed-up | requests | slots busy | ramp | tail "
+                "| read twice after a kill at 70% |"
+            )
         report(header)
-        report("|---|---|---|---|---|" + "---|---|---|---|" * len(taps))
+        report("|---|---|---|---|---|---|" + "---|---|---|---|---|---|---|" * len(taps))
         catalog: Path | None = None
         for order in args.backfill_orders:
             emulator = start(order, *RECENT, "--feed-order", order)
@@ -170,45 +259,8 @@ def backfill(args: argparse.Namespace, workdir: Path, report: t.Callable[[str], 
             for when in args.backfill_starts:
                 config = start_config(emulator, workdir, when)
                 dates = known_dates(emulator, config, workdir)
-                raw_times: list[float] = []
-                limit_times: list[float] = []
-                imports_surplus: list[float] = []
-                tap_times: dict[str, list[float]] = {name: [] for name in taps}
-                sent: dict[str, list[int]] = {name: [] for name in taps}
-                for _ in range(args.rounds):
-                    for name, env in taps.items():
-                        emulator.control("reset-stats", {})
-                        tap_times[name].append(
-                            bench.run(bench.tap_command(config, catalog), env=env)[0]
-                        )
-                        sent[name].append(feed_requests(emulator))
-                    raw_times.append(bench.run(bench.raw_loop(config))[0])
-                    limit_command = bench.raw_loop(config, "--windows", str(dates), "8")
-                    limit_times.append(bench.run(limit_command)[0])
-                    imports_surplus.append(
-                        bench.run([sys.executable, "-c", "import tap_accessgov.tap"])[0]
-                        - bench.run([sys.executable, "-c", "import requests"])[0]
-                    )
-                raw_s, limit_s = statistics.median(raw_times), statistics.median(limit_times)
-                ceiling_s = limit_s + statistics.median(imports_surplus)
-                row = (
-                    f"| {order} | {START_NAMES[when]} | {raw_s:.2f} s "
-                    f"| {limit_s:.2f} s {raw_s / limit_s:.1f}x "
-                    f"| {ceiling_s:.2f} s {raw_s / ceiling_s:.1f}x |"
-                )
-                for name, env in taps.items():
-                    tap_s = statistics.median(tap_times[name])
-                    delivered, resumed = _killed_then_resumed(
-                        config, catalog, workdir, events * 7 // 10, env
-                    )
-                    twice = delivered + resumed - events
-                    row += (
-                        f" {tap_s:.2f} s | **{raw_s / tap_s:.1f}x** "
-                        f"| {statistics.median(sent[name]):.0f} "
-                        f"| {twice:,} ({twice / events:.1%}) |"
-                    )
-                report(row)
-
+                for cells in _rows(emulator, config, catalog, dates, taps, args, workdir):
+                    report(f"| {order} | {START_NAMES[when]} {cells}")
         about = [bench.run([str(TAP), "--about"])[0] for _ in range(args.rounds)]
         report(
             "  the tap's own start (tap-accessgov --about, part of each tap run above): "

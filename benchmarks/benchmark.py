@@ -536,6 +536,13 @@ def main() -> None:
         "before it, unset; default: all)",
     )
     parser.add_argument(
+        "--backfill-in-flight",
+        type=lambda text: [int(n) for n in text.split(",")],
+        default=[8, 16],
+        help="backfill: requests in flight, comma-separated (the tap's max_concurrency, the "
+        "limit's windows; default: 8,16)",
+    )
+    parser.add_argument(
         "--no-backfill-e2e",
         dest="backfill_e2e",
         action="store_false",

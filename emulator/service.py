@@ -10,10 +10,11 @@ a request is answered and ``answer`` to answer it. The settings a test or
 from __future__ import annotations
 
 import copy
+import itertools
 import re
 import threading
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -410,12 +411,17 @@ class Stats:
 
 
 class InFlight:
-    """How many /api/ requests are being answered now, and the most at once since a reset."""
+    """How many /api/ requests are being answered now, the most at once since a reset, and
+    how long each number of them was in flight (``occupancy``): what a client's idle slots
+    are measured with, from the service's side (benchmarks/backfill_benchmark.py)."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._lock = threading.Lock()
+        self._clock = clock
         self.now = 0
         self.peak = 0
+        # (when, requests in flight from then on) at each change since the reset
+        self._changes: list[tuple[float, int]] = []
 
     def enter(self, limit: int) -> bool:
         """Count one more request in; False (and not counted) if `limit` (> 0) is reached."""
@@ -424,15 +430,55 @@ class InFlight:
                 return False
             self.now += 1
             self.peak = max(self.peak, self.now)
+            self._changes.append((self._clock(), self.now))
             return True
 
     def leave(self) -> None:
         with self._lock:
             self.now -= 1
+            self._changes.append((self._clock(), self.now))
 
     def reset_peak(self) -> None:
         with self._lock:
             self.peak = self.now
+            self._changes = [(self._clock(), self.now)] if self.now else []
+
+    def occupancy(self) -> dict[str, Any]:
+        """Since the reset, from the first request in to the last one out (or now): its
+        ``seconds``; ``by_level``, the seconds each number of requests was in flight (0: none,
+        between two); ``ramp`` and ``tail``, the stretches before the ``peak`` was first
+        reached and after it was last left, each its seconds and the requests in flight in
+        it on average."""
+        with self._lock:
+            changes = list(self._changes)
+            if self.now or not changes:
+                changes.append((self._clock(), self.now))
+            peak = self.peak
+        spans = [(at, until, level) for (at, level), (until, _) in itertools.pairwise(changes)]
+        at_peak = [(at, until) for at, until, level in spans if level == peak]
+        start, end = changes[0][0], changes[-1][0]
+        by_level: dict[int, float] = defaultdict(float)
+        for at, until, level in spans:
+            by_level[level] += until - at
+
+        def stretch(since: float, until: float) -> dict[str, float]:
+            spent = sum(
+                level * (min(b, until) - max(a, since))
+                for a, b, level in spans
+                if b > since and a < until
+            )
+            return {
+                "seconds": until - since,
+                "mean": spent / (until - since) if until > since else 0.0,
+            }
+
+        return {
+            "seconds": end - start,
+            "peak": peak,
+            "by_level": {str(level): by_level[level] for level in sorted(by_level)},
+            "ramp": stretch(start, at_peak[0][0] if at_peak else end),
+            "tail": stretch(at_peak[-1][1] if at_peak else end, end),
+        }
 
 
 class FrozenAnswers:
@@ -495,6 +541,7 @@ class Service:
         built = None if self.frozen is None else self.frozen.built
         return self.counters.snapshot() | {
             "peak_in_flight": self.in_flight.peak,
+            "in_flight": self.in_flight.occupancy(),
             "frozen_answers_built": built,
         }
 

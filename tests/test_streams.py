@@ -213,6 +213,21 @@ def test_the_streams_are_kept_once_in_sync_order() -> None:
     ]
 
 
+def test_a_record_gives_child_contexts_only_to_a_stream_with_child_streams() -> None:
+    """No stream of the tap has SDK child streams (the partitioned streams read their own
+    partitions), so a record gives no child context, which the SDK would copy and hand to an
+    empty loop; a stream given a child stream gets the SDK's own: the context, else the
+    record."""
+    apps = offline_stream("apps")
+    record = {"id": "app-1", "displayName": "Okta"}
+    assert apps.child_streams == []
+    assert list(apps.generate_child_contexts(record, None)) == []
+    assert list(apps.generate_child_contexts(record, {"app_id": "app-9"})) == []
+    apps.child_streams = [offline_stream("app_users")]  # partitioned: its keys are ()
+    assert list(apps.generate_child_contexts(record, None)) == [record]
+    assert list(apps.generate_child_contexts(record, {"app_id": "app-9"})) == [{"app_id": "app-9"}]
+
+
 def test_feed_state_is_the_latest_date(full_sync: SyncResult) -> None:
     bookmark = full_sync.state["bookmarks"]["grant_feed"]
     latest = max(full_sync.records["grant_feed"], key=lambda r: ns(r["date"]))

@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -74,6 +75,43 @@ def test_in_flight_limit_from_the_http_controls() -> None:
         assert _concurrent_statuses(emu, 3) == {200: 1, 429: 2}
         bad = requests.post(emu.url + "/_emulator/settings", json={"max_in_flight": -1}, timeout=10)
         assert bad.status_code == 400
+
+
+def test_occupancy_says_how_long_each_number_of_requests_was_in_flight() -> None:
+    """From the first request in to the last one out: the seconds at each level, and the
+    stretches before the peak was first reached (the ramp) and after it was last left (the
+    tail), with their mean requests in flight. A clock of whole seconds set by hand."""
+    now = [100.0]
+    in_flight = InFlight(clock=lambda: now[0])
+
+    def at(second: float, step: Callable[[], Any]) -> None:
+        now[0] = 100.0 + second
+        step()
+
+    for second, step in [
+        (0, lambda: in_flight.enter(0)),  # 1 in flight for 2 s (the ramp)
+        (2, lambda: in_flight.enter(0)),  # 2: the peak, for 3 s
+        (5, in_flight.leave),  # 1 for 1 s
+        (6, lambda: in_flight.enter(0)),  # 2 again for 4 s
+        (10, in_flight.leave),  # 1 for 2 s (the tail)
+        (12, in_flight.leave),  # none for 3 s, between two
+        (15, lambda: in_flight.enter(0)),  # 1 for 1 s (the tail)
+        (16, in_flight.leave),
+    ]:
+        at(second, step)
+    now[0] = 130.0  # later, idle: not counted
+    assert in_flight.occupancy() == {
+        "seconds": 16.0,
+        "peak": 2,
+        "by_level": {"0": 3.0, "1": 6.0, "2": 7.0},
+        "ramp": {"seconds": 2.0, "mean": 1.0},
+        "tail": {"seconds": 6.0, "mean": 0.5},
+    }
+    in_flight.enter(0)
+    now[0] = 131.0
+    in_flight.reset_peak()  # a request still in flight is counted from the reset
+    now[0] = 133.0
+    assert in_flight.occupancy()["by_level"] == {"1": 2.0}
 
 
 def test_skewed_dates_crowd_into_a_burst_and_the_recent_past() -> None:

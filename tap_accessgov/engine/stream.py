@@ -156,8 +156,8 @@ class Discovered:
 
 
 class TapStream(ProgressReportingStream, SnapshotStream):
-    """What every stream of the tap shares, whether it calls the API or not (``users`` reads
-    the exclusions' pages): progress lines, full-table snapshots, ``--test``'s one-record
+    """What every stream of the tap shares apart from its HTTP (``AccessGovStream``, every
+    stream's base, adds that): progress lines, full-table snapshots, ``--test``'s one-record
     limit around ``records``, records that always fit their SCHEMA, worker threads that end
     with the sync that started them, and the records it wrote out of the writer's chunk when
     its sync ends (output.py).
@@ -207,11 +207,6 @@ class TapStream(ProgressReportingStream, SnapshotStream):
         if message not in self._warned:
             self._warned.add(message)
             self.logger.warning("%s (further ones this run are not reported)", message)
-
-    @classmethod
-    def discovered(cls, tap: Tap, connection: ApiConnection, found: Discovered) -> TapStream:
-        """This stream, built for ``tap`` and handed the streams it ``reads`` (``found``)."""
-        return cls(tap, **found.read_by(cls))
 
     @override
     def get_records(self, context: Context | None) -> t.Iterable[Record]:
@@ -320,8 +315,9 @@ class AccessGovStream(TapStream, RESTStream[str | None]):
         self.workers: Workers | None = None
 
     @classmethod
-    @override
     def discovered(cls, tap: Tap, connection: ApiConnection, found: Discovered) -> TapStream:
+        """This stream, built for ``tap`` on ``connection`` and handed the streams it
+        ``reads`` (``found``)."""
         return cls(tap, connection=connection, **found.read_by(cls))
 
     @override

@@ -30,10 +30,10 @@ if t.TYPE_CHECKING:
     from singer_sdk import Tap
     from singer_sdk.streams import Stream
 
-    from tap_accessgov.engine.stream import ApiConnection, TapStream
+    from tap_accessgov.engine.stream import AccessGovStream, ApiConnection
 
 # A stream reads only streams listed before it (the SDK still syncs them by name).
-STREAM_TYPES: tuple[type[TapStream], ...] = (
+STREAM_TYPES: tuple[type[AccessGovStream], ...] = (
     GrantFeedStream,
     AppsStream,
     AppEntitlementsStream,
