@@ -135,6 +135,7 @@ COVERED_BY: dict[str, tuple[str, ...]] = {
         "tests/test_streams.py",
         "tests/test_reliability.py",
         "tests/test_proxy.py",
+        "tests/test_people_streams.py",  # the worker threads' names
     ),
     # the owner of concurrency: its own tests, and the reads of its users that hold threads
     "tap_accessgov/engine/concurrency.py": (
