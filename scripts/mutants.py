@@ -136,6 +136,7 @@ COVERED_BY: dict[str, tuple[str, ...]] = {
         "tests/test_reliability.py",
         "tests/test_proxy.py",
         "tests/test_people_streams.py",  # the worker threads' names
+        "tests/test_auth.py",  # the token a 401 refused
     ),
     # the owner of concurrency: its own tests, and the reads of its users that hold threads
     "tap_accessgov/engine/concurrency.py": (
