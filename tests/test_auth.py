@@ -131,6 +131,11 @@ def test_a_second_401_is_fatal_and_clear(emulator: Emulator) -> None:
     ) as caught:
         sync(config, catalog=catalog)
     assert "POST /api/v1/grants/feed" in str(caught.value)
+    # what to do about it, in the words of the service's web app
+    assert str(caught.value).endswith(
+        "Check that the API credential is still valid and that its scope and allowed IPs "
+        "permit this call."
+    )
     stats = emulator.stats
     assert stats["token_requests"] == 2
     assert stats["faults_by_kind"] == {"401": 2}
