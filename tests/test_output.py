@@ -14,12 +14,12 @@ import typing as t
 import pytest
 from singer_sdk.contrib.msgspec import MsgSpecWriter
 from singer_sdk.helpers._state import StateWriter as SdkStateWriter
-from singer_sdk.singerlib import SchemaMessage
+from singer_sdk.singerlib import RecordMessage, SchemaMessage
 from singer_sdk.streams import Stream
 
 from tap_accessgov.engine.stream import TapStream
 from tap_accessgov.engine.windowed import RunCappedStream
-from tap_accessgov.output import CHUNK_BYTES, OutputWriter, StateWriter
+from tap_accessgov.output import CHUNK_BYTES, OutputClosedError, OutputWriter, StateWriter
 from tap_accessgov.streams import STREAM_TYPES
 from tap_accessgov.streams.grant_feed import GrantFeedStream
 from tap_accessgov.tap import TapAccessGov
@@ -151,6 +151,33 @@ def test_the_records_of_a_failed_sync_are_written_before_it_fails(
     out.flush()
     got = parse_singer(out.buffer.getvalue().decode())  # type: ignore[attr-defined]
     assert len(got.records["grant_feed"]) == 150
+
+
+class ClosedStdout(io.RawIOBase):
+    """A stdout whose reader has gone (the loader stopped reading): every write fails."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: t.Any) -> int:
+        raise BrokenPipeError
+
+
+def test_a_loader_gone_when_a_stream_ends_fails_a_sync_that_had_not_failed() -> None:
+    """The records left in the writer's chunk when a stream's sync ends are written then: a
+    loader that stopped reading fails the run (its records did not arrive), unless the sync
+    failed already (the closed output is then most often that failure itself)."""
+    stream = TapAccessGov(config=feed_config(), parse_env_config=False).streams["apps"]
+    stream.output = OutputWriter()
+    stream.output.write_message(  # a RECORD waits in the writer's chunk
+        RecordMessage(stream="apps", record={"id": "app-1"})
+    )
+    closed = io.TextIOWrapper(ClosedStdout(), write_through=True)  # type: ignore[arg-type]
+    with contextlib.redirect_stdout(closed):
+        with pytest.raises(OutputClosedError):
+            stream.flush_output(failed=False)
+        stream.output.write_message(RecordMessage(stream="apps", record={"id": "app-2"}))
+        stream.flush_output(failed=True)
 
 
 def synced_lines(
