@@ -219,6 +219,8 @@ def test_backoff_logs_nothing_of_its_own(
     assert emulator.stats["faults_by_kind"] == {"503": 3}
     retries = [r.getMessage() for r in caplog.records if "retrying in" in r.getMessage()]
     assert len(retries) == 2, retries
+    # a 503 is no rate limit: the requests in flight are not lowered for it
+    assert not [r.getMessage() for r in caplog.records if "slowing down" in r.getMessage()]
     from_backoff = [
         r.getMessage()
         for r in caplog.records
