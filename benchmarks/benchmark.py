@@ -33,9 +33,11 @@ In one run, alternating the two sides of each comparison and reporting medians:
    of the tap and of the target. ``--candidates`` compares loader settings side by side.
 7. a real tenant's backfill (``--only backfill``, benchmarks/backfill_benchmark.py): 20,000
    events at 100 ms per request, served in every order, with ``start_date`` at the data, two
-   years before it and unset: the tap against a sequential raw loop and the re-read share
-   after a kill (``--backfill-orders``, ``--backfill-starts`` for a subset; ``--baseline REV``
-   adds another revision's tap to the same rounds); then a
+   years before it and unset, at 8 and 16 requests in flight (``--backfill-in-flight``): the
+   tap against a sequential raw loop, how busy its slots were (the emulator's occupancy:
+   the ramp, the tail) and the re-read share after a kill (``--backfill-orders``,
+   ``--backfill-starts`` for a subset; ``--baseline REV`` adds another revision's tap to the
+   same rounds); then a
    2-in-flight service, end to end against the sequential tap, and the tap without latency
    against its single query.
 8. the models at warehouse scale (``--only models``, benchmarks/model_benchmark.py): 100,000 and
@@ -562,6 +564,9 @@ def main() -> None:
         parser.error(f"unknown feed order(s): {', '.join(sorted(unknown))}")
     if unknown := set(args.backfill_starts) - set(BACKFILL_STARTS):
         parser.error(f"unknown start_date kind(s): {', '.join(sorted(unknown))}")
+    if not all(1 <= n <= 16 for n in args.backfill_in_flight):  # max_concurrency's range
+        parser.error("--backfill-in-flight: each between 1 and 16 (the tap's max_concurrency)")
+    args.backfill_in_flight = sorted(set(args.backfill_in_flight))
 
     lines: list[str] = []
 

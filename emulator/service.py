@@ -10,10 +10,10 @@ a request is answered and ``answer`` to answer it. The settings a test or
 from __future__ import annotations
 
 import copy
-import itertools
 import re
 import threading
 import time
+import typing as t
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -413,71 +413,98 @@ class Stats:
 class InFlight:
     """How many /api/ requests are being answered now, the most at once since a reset, and
     how long each number of them was in flight (``occupancy``): what a client's idle slots
-    are measured with, from the service's side (benchmarks/backfill_benchmark.py)."""
+    are measured with, from the service's side (benchmarks/backfill_benchmark.py). Running
+    totals, kept as the requests come and go: an emulator that runs for hours keeps no
+    history of them."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._lock = threading.Lock()
         self._clock = clock
         self.now = 0
         self.peak = 0
-        # (when, requests in flight from then on) at each change since the reset
-        self._changes: list[tuple[float, int]] = []
+        self._restart()
+
+    def _restart(self) -> None:
+        """The totals from now on (a request in flight counts from now)."""
+        at = self._clock()
+        self._started: float | None = at if self.now else None  # the first request in
+        self._changed = at  # when the requests in flight last changed
+        self._by_level: dict[int, float] = defaultdict(float)  # seconds at each level
+        self._spent = 0.0  # requests in flight x seconds, until _changed
+        self._ramp = (0.0, 0.0)  # (seconds, spent) before the peak was first reached
+        self._left_peak: tuple[float, float] | None = None  # (when, spent) it was last left
+
+    def _count_until(self, at: float) -> None:
+        """Count the requests in flight since the last change, up to ``at``."""
+        if self._started is None:
+            self._started = self._changed = at
+        self._by_level[self.now] += at - self._changed
+        self._spent += self.now * (at - self._changed)
+        self._changed = at
 
     def enter(self, limit: int) -> bool:
         """Count one more request in; False (and not counted) if `limit` (> 0) is reached."""
         with self._lock:
             if limit and self.now >= limit:
                 return False
+            at = self._clock()
+            self._count_until(at)
             self.now += 1
-            self.peak = max(self.peak, self.now)
-            self._changes.append((self._clock(), self.now))
+            if self.now > self.peak:
+                self.peak = self.now
+                self._ramp = (at - t.cast("float", self._started), self._spent)
+            if self.now == self.peak:
+                self._left_peak = None
             return True
 
     def leave(self) -> None:
         with self._lock:
+            at = self._clock()
+            self._count_until(at)
+            if self.now == self.peak:
+                self._left_peak = (at, self._spent)
             self.now -= 1
-            self._changes.append((self._clock(), self.now))
 
     def reset_peak(self) -> None:
         with self._lock:
             self.peak = self.now
-            self._changes = [(self._clock(), self.now)] if self.now else []
+            self._restart()
 
     def occupancy(self) -> dict[str, Any]:
         """Since the reset, from the first request in to the last one out (or now): its
-        ``seconds``; ``by_level``, the seconds each number of requests was in flight (0: none,
-        between two); ``ramp`` and ``tail``, the stretches before the ``peak`` was first
-        reached and after it was last left, each its seconds and the requests in flight in
-        it on average."""
+        ``seconds`` and ``mean`` requests in flight; ``by_level``, the seconds each number
+        of requests was in flight (0: none, between two); ``ramp`` and ``tail``, the
+        stretches before the ``peak`` was first reached and after it was last left, each its
+        seconds and the requests in flight in it on average."""
         with self._lock:
-            changes = list(self._changes)
-            if self.now or not changes:
-                changes.append((self._clock(), self.now))
-            peak = self.peak
-        spans = [(at, until, level) for (at, level), (until, _) in itertools.pairwise(changes)]
-        at_peak = [(at, until) for at, until, level in spans if level == peak]
-        start, end = changes[0][0], changes[-1][0]
-        by_level: dict[int, float] = defaultdict(float)
-        for at, until, level in spans:
-            by_level[level] += until - at
+            if self._started is None:
+                return {
+                    "seconds": 0.0,
+                    "mean": 0.0,
+                    "peak": self.peak,
+                    "by_level": {},
+                    "ramp": {"seconds": 0.0, "mean": 0.0},
+                    "tail": {"seconds": 0.0, "mean": 0.0},
+                }
+            end = self._clock() if self.now else self._changed
+            by_level = dict(self._by_level)
+            by_level[self.now] = by_level.get(self.now, 0.0) + end - self._changed
+            spent = self._spent + self.now * (end - self._changed)
+            seconds = end - self._started
+            tail = (0.0, 0.0)
+            if self._left_peak is not None:
+                tail = (end - self._left_peak[0], spent - self._left_peak[1])
+            ramp, peak = self._ramp, self.peak
 
-        def stretch(since: float, until: float) -> dict[str, float]:
-            spent = sum(
-                level * (min(b, until) - max(a, since))
-                for a, b, level in spans
-                if b > since and a < until
-            )
-            return {
-                "seconds": until - since,
-                "mean": spent / (until - since) if until > since else 0.0,
-            }
+        def stretch(seconds: float, spent: float) -> dict[str, float]:
+            return {"seconds": seconds, "mean": spent / seconds if seconds else 0.0}
 
         return {
-            "seconds": end - start,
+            **stretch(seconds, spent),
             "peak": peak,
-            "by_level": {str(level): by_level[level] for level in sorted(by_level)},
-            "ramp": stretch(start, at_peak[0][0] if at_peak else end),
-            "tail": stretch(at_peak[-1][1] if at_peak else end, end),
+            "by_level": {str(n): by_level[n] for n in sorted(by_level) if by_level[n]},
+            "ramp": stretch(*ramp),
+            "tail": stretch(*tail),
         }
 
 

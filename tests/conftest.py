@@ -446,6 +446,26 @@ def local_time_zone(zone: str) -> t.Iterator[None]:
         time.tzset()
 
 
+class ClosingOutput(io.RawIOBase):
+    """A loader that stops reading after ``messages`` writes: the next raises BrokenPipeError,
+    as a closed pipe does (the tap writes each message, or batch of records, in one call),
+    after ``stalling`` seconds in which it reads nothing."""
+
+    def __init__(self, messages: int, stalling: float = 0.0) -> None:
+        self.left = messages
+        self.stalling = stalling
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: t.Any) -> int:
+        if self.left <= 0:
+            time.sleep(self.stalling)
+            raise BrokenPipeError
+        self.left -= 1
+        return len(data)
+
+
 def offline_stream(name: str) -> t.Any:
     """Stream ``name`` of a tap with the test credential, for its hooks alone (nothing sent)."""
     config = {"client_id": CREDENTIAL.client_id, "client_secret": CREDENTIAL.client_secret}

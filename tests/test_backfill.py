@@ -49,6 +49,7 @@ from tap_accessgov.timestamps import from_ns, normalize_timestamp
 from tests.conftest import (
     BIN_TAP,
     CREDENTIAL,
+    ClosingOutput,
     SyncResult,
     catalog_selecting,
     ns,
@@ -575,26 +576,6 @@ def test_no_worker_thread_outlives_a_sync(skewed: Emulator) -> None:
     assert not [thread for thread in workers if thread.is_alive()]
 
 
-class _ClosingOutput(io.RawIOBase):
-    """A loader that stops reading after ``messages`` writes: the next raises BrokenPipeError,
-    as a closed pipe does (the tap writes each message, or batch of records, in one call),
-    after ``stalling`` seconds in which it reads nothing."""
-
-    def __init__(self, messages: int, stalling: float = 0.0) -> None:
-        self.left = messages
-        self.stalling = stalling
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data: t.Any) -> int:
-        if self.left <= 0:
-            time.sleep(self.stalling)
-            raise BrokenPipeError
-        self.left -= 1
-        return len(data)
-
-
 @pytest.mark.parametrize(
     ("stream", "selected"),
     [("grant_feed", {"grant_feed": None}), ("automation_exclusions", {"users": None})],
@@ -620,7 +601,7 @@ def test_no_worker_thread_outlives_a_sync_that_fails_outside_its_records(
         tap.streams[stream].requests_session.hooks["response"].append(  # type: ignore[attr-defined]
             lambda response, *args, **kwargs: workers.add(threading.current_thread())
         )
-        out = io.TextIOWrapper(io.BufferedWriter(_ClosingOutput(8), buffer_size=1))
+        out = io.TextIOWrapper(io.BufferedWriter(ClosingOutput(8), buffer_size=1))
         with contextlib.redirect_stdout(out), pytest.raises(OutputClosedError) as failed:
             tap.sync_all()
         assert failed.traceback, "the failure (and the suspended generator) is still referenced"
@@ -650,7 +631,7 @@ def test_a_loader_that_stalls_while_the_workers_fill_the_page_queue_then_closes_
         except BaseException as exc:  # the failure is what the test reads
             failed.append(exc)
 
-    out = io.TextIOWrapper(io.BufferedWriter(_ClosingOutput(40, stalling=1.0), buffer_size=1))
+    out = io.TextIOWrapper(io.BufferedWriter(ClosingOutput(40, stalling=1.0), buffer_size=1))
     with contextlib.redirect_stdout(out):
         syncing = threading.Thread(target=run, daemon=True)
         syncing.start()

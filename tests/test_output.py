@@ -25,6 +25,7 @@ from tap_accessgov.streams.grant_feed import GrantFeedStream
 from tap_accessgov.tap import TapAccessGov
 from tap_accessgov.timestamps import normalize_timestamp
 from tests.conftest import (
+    ClosingOutput,
     catalog_selecting,
     listed_exclusion_entitlements,
     ns,
@@ -153,26 +154,17 @@ def test_the_records_of_a_failed_sync_are_written_before_it_fails(
     assert len(got.records["grant_feed"]) == 150
 
 
-class ClosedStdout(io.RawIOBase):
-    """A stdout whose reader has gone (the loader stopped reading): every write fails."""
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data: t.Any) -> int:
-        raise BrokenPipeError
-
-
-def test_a_loader_gone_when_a_stream_ends_fails_a_sync_that_had_not_failed() -> None:
-    """The records left in the writer's chunk when a stream's sync ends are written then: a
-    loader that stopped reading fails the run (its records did not arrive), unless the sync
-    failed already (the closed output is then most often that failure itself)."""
+def test_a_loader_gone_at_a_streams_end_is_an_error_unless_its_sync_failed_already() -> None:
+    """``flush_output``, which ``TapStream.sync`` calls as a stream's sync ends: the records
+    left in the writer's chunk are written then, and a loader that stopped reading is an
+    error (its records did not arrive), unless the sync failed already (the closed output
+    is then most often that failure itself)."""
     stream = TapAccessGov(config=feed_config(), parse_env_config=False).streams["apps"]
     stream.output = OutputWriter()
     stream.output.write_message(  # a RECORD waits in the writer's chunk
         RecordMessage(stream="apps", record={"id": "app-1"})
     )
-    closed = io.TextIOWrapper(ClosedStdout(), write_through=True)  # type: ignore[arg-type]
+    closed = io.TextIOWrapper(ClosingOutput(0), write_through=True)  # type: ignore[arg-type]
     with contextlib.redirect_stdout(closed):
         with pytest.raises(OutputClosedError):
             stream.flush_output(failed=False)

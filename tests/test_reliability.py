@@ -219,14 +219,28 @@ def test_backoff_logs_nothing_of_its_own(
     assert emulator.stats["faults_by_kind"] == {"503": 3}
     retries = [r.getMessage() for r in caplog.records if "retrying in" in r.getMessage()]
     assert len(retries) == 2, retries
-    # a 503 is no rate limit: the requests in flight are not lowered for it
-    assert not [r.getMessage() for r in caplog.records if "slowing down" in r.getMessage()]
     from_backoff = [
         r.getMessage()
         for r in caplog.records
         if r.pathname.startswith(backoff_dir) or r.getMessage().startswith(("Backing", "Giving"))
     ]
     assert from_backoff == []
+
+
+@pytest.mark.usefixtures("quick_retries")
+def test_a_503_retried_leaves_the_requests_in_flight_as_they_were(emulator: Emulator) -> None:
+    """A 503 is no rate limit: only a 429 lowers the run's requests in flight."""
+    config, catalog = feed_only(emulator, max_retries=1)
+    emulator.faults.add(kind="503", path=FEED, times=1)
+    tap = TapAccessGov(config=config, catalog=catalog, parse_env_config=False)
+    sync(config, catalog=catalog, tap=tap)
+    assert emulator.stats["faults_by_kind"] == {"503": 1}
+    budget = tap.request_budget
+    assert (budget.slowdowns, budget.limit) == (0, budget.maximum)
+    emulator.faults.add(kind="429", path=FEED, times=1)  # and a 429 does
+    tap = TapAccessGov(config=config, catalog=catalog, parse_env_config=False)
+    sync(config, catalog=catalog, tap=tap)
+    assert tap.request_budget.slowdowns == 1
 
 
 def test_a_401_is_retried_at_once_with_a_new_token(

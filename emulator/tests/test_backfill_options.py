@@ -58,6 +58,11 @@ def test_requests_beyond_the_limit_in_flight_are_answered_429_with_retry_after()
         assert statuses == {200: 2, 429: 4}
         assert emu.stats["throttled"] == 4
         assert emu.stats["peak_in_flight"] == 2
+        # the two answered were in flight at once for a while (the 429s never were)
+        occupancy = emu.stats["in_flight"]
+        assert occupancy["peak"] == 2
+        assert 0 < occupancy["by_level"]["2"] <= occupancy["seconds"]
+        assert set(occupancy["by_level"]) <= {"0", "1", "2"}
         emu.max_in_flight = 0
         emu.reset_stats()
         assert _concurrent_statuses(emu, 6) == {200: 6}
@@ -83,6 +88,14 @@ def test_occupancy_says_how_long_each_number_of_requests_was_in_flight() -> None
     tail), with their mean requests in flight. A clock of whole seconds set by hand."""
     now = [100.0]
     in_flight = InFlight(clock=lambda: now[0])
+    nothing = {"seconds": 0.0, "mean": 0.0}
+    assert in_flight.occupancy() == {
+        **nothing,
+        "peak": 0,
+        "by_level": {},
+        "ramp": nothing,
+        "tail": nothing,
+    }
 
     def at(second: float, step: Callable[[], Any]) -> None:
         now[0] = 100.0 + second
@@ -102,6 +115,7 @@ def test_occupancy_says_how_long_each_number_of_requests_was_in_flight() -> None
     now[0] = 130.0  # later, idle: not counted
     assert in_flight.occupancy() == {
         "seconds": 16.0,
+        "mean": 1.25,
         "peak": 2,
         "by_level": {"0": 3.0, "1": 6.0, "2": 7.0},
         "ramp": {"seconds": 2.0, "mean": 1.0},

@@ -315,7 +315,7 @@ class AccessGovStream(TapStream, RESTStream[str | None]):
         self.workers: Workers | None = None
 
     @classmethod
-    def discovered(cls, tap: Tap, connection: ApiConnection, found: Discovered) -> TapStream:
+    def discovered(cls, tap: Tap, connection: ApiConnection, found: Discovered) -> t.Self:
         """This stream, built for ``tap`` on ``connection`` and handed the streams it
         ``reads`` (``found``)."""
         return cls(tap, connection=connection, **found.read_by(cls))
