@@ -563,6 +563,36 @@ def test_a_failed_run_does_not_wait_for_retries_and_leaves_no_thread() -> None:
     assert not [th.name for th in threading.enumerate() if th.name.startswith("grant-feed")]
 
 
+def test_a_429_holds_every_new_request_of_the_run_until_its_retry_after() -> None:
+    """A 429 says the service is overloaded: its Retry-After holds every request of the run,
+    not only the one retried (RequestBudget). The 429 is planned mid-run, once the windows
+    are read at once; in the second after it was answered (its Retry-After is 3 s) no new
+    request reaches the service, and the run is still exact."""
+    dataset = Dataset(**{**SKEWED, "events": 20_000})
+    sent_while_held: list[int] = []
+    with Emulator(dataset, credential=CREDENTIAL, latency=0.05) as emulator:
+        config = feed_config(emulator)
+        catalog = catalog_selecting(config, {"grant_feed": None})
+
+        def plan_the_429_and_count() -> None:
+            while emulator.stats["api_requests"] < 40:
+                time.sleep(0.005)
+            emulator.faults.add("429", path=FEED, times=1, retry_after=3)
+            while "429" not in emulator.stats["faults_by_kind"]:
+                time.sleep(0.005)
+            before = emulator.stats["api_requests"]
+            time.sleep(1.0)
+            sent_while_held.append(emulator.stats["api_requests"] - before)
+
+        watcher = threading.Thread(target=plan_the_429_and_count)
+        watcher.start()
+        result = sync(config, catalog=catalog)
+        watcher.join()
+        assert emulator.stats["peak_in_flight"] > 2
+    assert delivered(result.records["grant_feed"]) == truth(dataset, after=config["start_date"])
+    assert sent_while_held == [0]
+
+
 def test_no_worker_thread_outlives_a_sync(skewed: Emulator) -> None:
     config = feed_config(skewed)
     tap = TapAccessGov(config=config, parse_env_config=False)

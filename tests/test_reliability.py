@@ -14,6 +14,7 @@ import signal
 import subprocess
 import threading
 import time
+import types
 import typing as t
 from collections import Counter
 from pathlib import Path
@@ -225,6 +226,28 @@ def test_backoff_logs_nothing_of_its_own(
         if r.pathname.startswith(backoff_dir) or r.getMessage().startswith(("Backing", "Giving"))
     ]
     assert from_backoff == []
+
+
+def test_backoff_itself_waits_nothing_so_a_stopping_sync_can_end_every_wait(
+    emulator: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The backoff library sleeps with ``time.sleep``, which nothing can cut short: a retry's
+    wait is the tap's own (``backoff_handler``, on the stream's stopping event), and backoff's
+    own sleeps are of 0 s, the SDK's jitter included. A 503 and a 429 retried here, each
+    asking for no wait (their Retry-After)."""
+    slept: list[float] = []
+
+    def recorded(seconds: float) -> None:
+        slept.append(seconds)
+        time.sleep(seconds)
+
+    monkeypatch.setattr(backoff._sync, "time", types.SimpleNamespace(sleep=recorded))
+    config, catalog = feed_only(emulator)
+    emulator.faults.add(kind="503", path=FEED, times=1, retry_after="0")
+    emulator.faults.add(kind="429", path=FEED, times=1, retry_after="0")
+    sync(config, catalog=catalog)
+    assert emulator.stats["faults_by_kind"] == {"503": 1, "429": 1}
+    assert slept == [0.0, 0.0]
 
 
 @pytest.mark.usefixtures("quick_retries")
