@@ -44,6 +44,7 @@ from tests.conftest import (
     config_file,
     logged_before,
     ns,
+    offline_stream,
     parse_singer,
     run_cli,
     shared_emulator,
@@ -459,6 +460,28 @@ def test_tls_is_verified_on_every_call_and_a_named_ca_bundle_is_trusted(tmp_path
             m["stream"] for m in parse_singer(trusted.stdout).messages if m["type"] == "RECORD"
         }
         assert streams == {*STREAMS, "full_table_snapshots"}
+
+
+@pytest.mark.parametrize(
+    ("environment", "verify"),
+    [
+        ({}, True),
+        ({"REQUESTS_CA_BUNDLE": "/etc/team/ca.pem"}, "/etc/team/ca.pem"),
+        ({"CURL_CA_BUNDLE": "/etc/curl/ca.pem"}, "/etc/curl/ca.pem"),
+    ],
+)
+def test_the_api_calls_verify_tls_with_the_bundle_a_user_names_else_the_default(
+    monkeypatch: pytest.MonkeyPatch, environment: dict[str, str], verify: bool | str
+) -> None:
+    """The SDK sends prepared requests, which skip requests' environment settings: the
+    session verifies with the CA bundle the environment names, else the default one, and
+    never not at all (requests skips verification for a ``verify`` of None). The test above
+    cannot show it for the API calls: on an untrusted server the token call fails first."""
+    for name in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    assert offline_stream("grant_feed").requests_session.verify == verify
 
 
 @pytest.mark.parametrize("reader", ["head -c 1000", "false"])
