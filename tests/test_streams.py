@@ -228,31 +228,6 @@ def test_a_record_gives_child_contexts_only_to_a_stream_with_child_streams() -> 
     assert list(apps.generate_child_contexts(record, {"app_id": "app-9"})) == [{"app_id": "app-9"}]
 
 
-def test_a_partitions_request_metrics_name_the_partition(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    """The SDK's request metric (a METRIC line, ``http_request_duration``) carries the
-    partition each request was for, its ``context`` tag: which app's accounts were slow."""
-    config = tap_config(shared_emulator())
-    with caplog.at_level(logging.INFO, logger="singer_sdk.metrics"):
-        result = sync(config, catalog=catalog_selecting(config, {"app_users": None}))
-    points = [
-        json.loads(r.getMessage().removeprefix("METRIC: "))
-        for r in caplog.records
-        if r.name == "singer_sdk.metrics"
-    ]
-    timed = [
-        point["tags"]
-        for point in points
-        if point["metric"] == "http_request_duration" and point["tags"]["stream"] == "app_users"
-    ]
-    assert timed
-    assert all(set(tags["context"]) == {"appId"} for tags in timed), timed[:3]
-    with_accounts = {record["appId"] for record in result.records["app_users"]}
-    assert with_accounts
-    assert with_accounts <= {tags["context"]["appId"] for tags in timed}
-
-
 def test_feed_state_is_the_latest_date(full_sync: SyncResult) -> None:
     bookmark = full_sync.state["bookmarks"]["grant_feed"]
     latest = max(full_sync.records["grant_feed"], key=lambda r: ns(r["date"]))
