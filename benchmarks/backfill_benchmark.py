@@ -138,10 +138,6 @@ def known_dates(emulator: EmulatorProcess, config: Path, workdir: Path) -> Path:
 FEED = "/api/v1/grants/feed"
 
 
-def feed_requests(emulator: EmulatorProcess) -> int:
-    return int(emulator.control("stats")["api_requests_by_path"].get(FEED, 0))
-
-
 def _rows(
     emulator: EmulatorProcess,
     config: Path,
@@ -176,9 +172,8 @@ def _rows(
                 emulator.control("reset-stats", {})
                 command = bench.tap_command(configs[in_flight], catalog)
                 tap_times[in_flight, name].append(bench.run(command, env=env)[0])
-                stats = emulator.control("stats")
-                sent[in_flight, name].append(stats["api_requests_by_path"].get(FEED, 0))
-                occupancy[in_flight, name].append(stats["in_flight"])
+                sent[in_flight, name].append(bench.requests_made(emulator, FEED))
+                occupancy[in_flight, name].append(emulator.control("stats")["in_flight"])
             limit_command = bench.raw_loop(config, "--windows", str(dates), str(in_flight))
             limit_times[in_flight].append(bench.run(limit_command)[0])
         imports_surplus.append(

@@ -477,20 +477,11 @@ class InFlight:
         stretches before the ``peak`` was first reached and after it was last left, each its
         seconds and the requests in flight in it on average."""
         with self._lock:
-            if self._started is None:
-                return {
-                    "seconds": 0.0,
-                    "mean": 0.0,
-                    "peak": self.peak,
-                    "by_level": {},
-                    "ramp": {"seconds": 0.0, "mean": 0.0},
-                    "tail": {"seconds": 0.0, "mean": 0.0},
-                }
             end = self._clock() if self.now else self._changed
             by_level = dict(self._by_level)
             by_level[self.now] = by_level.get(self.now, 0.0) + end - self._changed
             spent = self._spent + self.now * (end - self._changed)
-            seconds = end - self._started
+            seconds = 0.0 if self._started is None else end - self._started  # none yet
             tail = (0.0, 0.0)
             if self._left_peak is not None:
                 tail = (end - self._left_peak[0], spent - self._left_peak[1])
