@@ -480,6 +480,11 @@ def main() -> None:
         default=[50_000, 200_000],
         help="grant events of the headline ratios (comma-separated)",
     )
+    parser.add_argument(
+        "--ratio-batch",
+        action="store_true",
+        help="ratios: also this checkout with batch_config (BATCH files), in the same rounds",
+    )
     parser.add_argument("--rounds", type=int, default=3, help="alternations of each comparison")
     parser.add_argument("--entitlements", type=int, default=200)
     parser.add_argument(

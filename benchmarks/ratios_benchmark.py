@@ -45,6 +45,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import datetime
+import json
 import os
 import re
 import statistics
@@ -73,6 +74,7 @@ if t.TYPE_CHECKING:
 
 THIS = "this checkout"
 ONE_WINDOW = "this checkout, max_concurrency 1"
+BATCH = "this checkout, BATCH files"
 MAX_WARM_UPS = 12  # untimed runs of a tap alone, at most, until one builds no answer
 # run as a module from the repository's root (``run``'s directory): it imports the raw loop's
 # token request from the package
@@ -111,6 +113,10 @@ def ranges_at_once(log: Path) -> str:
 def ratios(args: argparse.Namespace, workdir: Path, report: t.Callable[[str], None]) -> None:
     install_plugins()
     taps = {THIS: Side({}, {}), ONE_WINDOW: Side({}, {"max_concurrency": 1})}
+    if args.ratio_batch:  # the SDK's BATCH files (gzipped JSON lines) instead of RECORDs
+        files = workdir / "batch"
+        batch = {"encoding": {"format": "jsonl", "compression": "gzip"}, "batch_size": 10_000}
+        taps[BATCH] = Side({}, {"batch_config": {**batch, "storage": {"root": files.as_uri()}}})
     if args.baseline:
         baseline = {"PYTHONPATH": str(export_revision(args.baseline, workdir))}
         taps[args.baseline] = Side(baseline, {})
@@ -235,7 +241,9 @@ def side_by_side(
             env = {
                 **meltano_env(emulator, schema, workdir),
                 **{
-                    f"TAP_ACCESSGOV_{key.upper()}": str(value)
+                    f"TAP_ACCESSGOV_{key.upper()}": json.dumps(value)
+                    if isinstance(value, dict)
+                    else str(value)
                     for key, value in settings[name].items()
                 },
                 **tap.env,

@@ -37,16 +37,17 @@ PIP_URL = f"tap-accessgov=={VERSION}"
 REPOSITORY = "https://github.com/accessgov/tap-accessgov"
 
 # The SDK's settings this tap supports, as Meltano shows them (the SDK's schema gives none of
-# these words), in this order. batch_config says why it is not the default.
+# these words), in this order. batch_config says which loaders it is for.
 BUILT_IN_SETTINGS: tuple[dict[str, str], ...] = (
     {
         "name": "batch_config",
         "kind": "object",
         "label": "BATCH messages",
         "description": (
-            "SDK BATCH files instead of RECORD messages. Not the default - see "
-            "docs/decisions.md, Loaders: the SDK writes them without stream maps, flattening "
-            "or property selection, and target-jsonl drops BATCH messages."
+            "SDK BATCH files instead of RECORD messages, for a loader that reads them "
+            "(target-postgres; target-jsonl drops them). A stream that a stream map, "
+            "flattening or a deselected property changes keeps RECORD messages "
+            "(docs/decisions.md, Loaders)."
         ),
     },
     {

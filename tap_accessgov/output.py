@@ -4,12 +4,16 @@ reported as such."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+import re
 import sys
 import time
 import typing as t
+import uuid
 
 import msgspec
+from singer_sdk.batch import BaseBatcher, lazy_chunked_generator
 from singer_sdk.contrib.msgspec import MsgSpecWriter, serialize_jsonl
 from singer_sdk.helpers._state import StateWriter as SdkStateWriter  # the fifth bend: tap.py
 from singer_sdk.singerlib import RecordMessage, StateMessage
@@ -17,6 +21,8 @@ from singer_sdk.singerlib.encoding.base import SingerMessageType
 from typing_extensions import override
 
 if t.TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator, Mapping
+
     from singer_sdk.helpers.types import Record, TapState
     from singer_sdk.singerlib import Message
     from singer_sdk.streams import Stream
@@ -129,14 +135,101 @@ class StateWriter(SdkStateWriter):
     for byte (tests/test_output.py). Installed by ``TapAccessGov.__init__``."""
 
     _last: bytes | None = None
+    _holding = False
+    _waiting: TapState | None = None  # the state last asked for while holding
 
     @override
     def write_state(self, state: TapState) -> None:
-        """Write a STATE of ``state`` unless it is the one written last."""
+        """Write a STATE of ``state`` unless it is the one written last; while ``held``,
+        keep it back instead."""
+        if self._holding:
+            self._waiting = state
+            return
         written = _SORTED.encode(state)
         if written != self._last:
             self._message_writer.write_message(StateMessage(value=state))
             self._last = written
 
+    @contextlib.contextmanager
+    def held(self) -> t.Iterator[None]:
+        """STATEs kept back until ``release`` (or the block's end) writes the last one asked
+        for: a STATE must not leave before the records it counts, and a BATCH file's records
+        leave only with its BATCH message, when the file is full (TapStream.get_batches). A
+        block that ends on an error (a failed or stopped sync) drops what it kept: it may
+        count records that never left."""
+        self._holding = True
+        try:
+            yield
+        except BaseException:
+            self._waiting = None
+            raise
+        finally:
+            self._holding = False
+        self.release()
+
+    def release(self) -> None:
+        """Write the state kept back (``held``) as it is now, if a STATE was asked for."""
+        if self._waiting is not None:
+            waiting, self._waiting = self._waiting, None
+            holding, self._holding = self._holding, False
+            try:
+                self.write_state(waiting)
+            finally:
+                self._holding = holding
+
 
 _SORTED = msgspec.json.Encoder(order="sorted")
+
+
+class PlainJSONLinesBatcher(BaseBatcher):
+    """BATCH files of JSON lines without compression, for ``batch_config``'s ``compression:
+    none``, which the SDK's own batcher (0.54, and 0.55's pre-releases) does not honour: it
+    gzips every file, while its BATCH message names the setting's compression, so a target
+    reads the gzip as text and fails. Named as the SDK names its files (the tap, the stream,
+    a UUID per sync, the file's number), with ``.jsonl`` for ``.json.gz``."""
+
+    @override
+    def get_batches(self, records: Iterable[Record]) -> Iterator[list[str]]:
+        storage = self.batch_config.storage
+        sync_id = f"{storage.prefix or ''}{self.tap_name}--{self.stream_name}-{uuid.uuid4()}"
+        chunks = lazy_chunked_generator(records, self.batch_config.batch_size)
+        for number, chunk in enumerate(chunks, start=1):
+            filename = f"{sync_id}-{number}.jsonl"
+            with storage.open(filename, "wb") as file:
+                file.write(_ENCODER.encode_lines(chunk))
+            yield [storage.get_url(filename)]
+
+
+_ENCODER = msgspec.json.Encoder()
+
+
+def microsecond_timestamps(schema: Mapping[str, t.Any]) -> Callable[[Record], Record]:
+    """A record with its top-level date-time values cut to microseconds, for BATCH files. An
+    SDK target (target-postgres) parses those of a RECORD message into Python datetimes,
+    which drop the digits after the microseconds the service sends, while a BATCH file's
+    text goes to PostgreSQL as it is, which rounds them (``…12.8640295Z`` loads as
+    ``.864029`` from a RECORD message and ``.864030`` from a file). Cut here, the warehouse
+    holds the same instants either way (tests/test_batch.py); nested values are loaded as
+    JSON, unparsed, either way."""
+    names = [
+        name
+        for name, declared in schema.get("properties", {}).items()
+        if declared.get("format") == "date-time"
+    ]
+
+    def cut(record: Record) -> Record:
+        """``record``, or a copy with its values cut: the record itself is the run's, whose
+        state may still read it (a page's latest change is noted once it is handed on)."""
+        copied = record
+        for name in names:
+            value = record.get(name)
+            if isinstance(value, str) and (beyond := _BEYOND_MICROSECONDS.search(value)):
+                if copied is record:
+                    copied = dict(record)
+                copied[name] = value[: beyond.end(1)] + value[beyond.end() :]
+        return copied
+
+    return cut
+
+
+_BEYOND_MICROSECONDS = re.compile(r"(\.\d{6})\d+")

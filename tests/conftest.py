@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime
+import gzip
 import io
 import json
 import os
@@ -428,6 +429,34 @@ def parse_singer(text: str) -> SyncResult:
 
 
 _DECODE = msgspec.json.Decoder().decode
+
+
+def batch_config(
+    directory: Path, batch_size: int = 10_000, compression: str = "gzip"
+) -> dict[str, t.Any]:
+    """A ``batch_config`` setting: JSON lines files of ``batch_size`` records in
+    ``directory``, gzipped or not (``compression`` none)."""
+    return {
+        "encoding": {"format": "jsonl", "compression": compression},
+        "storage": {"root": directory.as_uri()},
+        "batch_size": batch_size,
+    }
+
+
+def batch_records(message: dict[str, t.Any]) -> list[dict[str, t.Any]]:
+    """The records of a BATCH message's files (JSON lines at file: URLs, gzipped when the
+    message says so, and only then), in order."""
+    assert message["type"] == "BATCH"
+    assert message["encoding"]["format"] == "jsonl"
+    gzipped = message["encoding"]["compression"] == "gzip"
+    records = []
+    for url in message["manifest"]:
+        assert url.startswith("file://"), url
+        data = Path(url.removeprefix("file://")).read_bytes()
+        assert (data[:2] == b"\x1f\x8b") == gzipped, url  # gzip's magic number
+        lines = gzip.decompress(data) if gzipped else data
+        records += [_DECODE(line) for line in lines.splitlines()]
+    return records
 
 
 @contextlib.contextmanager

@@ -51,6 +51,8 @@ from tests.conftest import (
     CREDENTIAL,
     ClosingOutput,
     SyncResult,
+    batch_config,
+    batch_records,
     catalog_selecting,
     ns,
     parse_singer,
@@ -140,6 +142,36 @@ def backfilled(skewed: Emulator) -> Backfilled:
     tap = TapAccessGov(config=config, catalog=feed_only(config), parse_env_config=False)
     bodies = Bodies(tap)
     return Backfilled(config, sync(config, tap=tap), bodies.sent)
+
+
+def test_a_state_leaves_after_the_batch_files_of_every_record_it_counts(
+    skewed: Emulator, tmp_path: Path
+) -> None:
+    """With ``batch_config`` (files of 50 records), each STATE follows the BATCH messages of
+    every event it counts as read (its completed windows): a window completes while its last
+    records still wait in the open file, and a run killed after such a STATE would resume
+    past records that never left. The files hold the feed exactly once, and the run's last
+    STATE, after the last file, keeps the latest event as its bookmark."""
+    config = feed_config(skewed, batch_config=batch_config(tmp_path, batch_size=50))
+    result = sync(config, catalog=feed_only(config))
+    expected = truth(skewed.dataset, after=config["start_date"])
+    sent: collections.Counter[Key] = collections.Counter()
+    checked = 0
+    for message in result.messages:
+        if message["type"] == "BATCH":
+            sent += delivered(batch_records(message))
+        elif message["type"] == "STATE":
+            feed = message["value"].get("bookmarks", {}).get("grant_feed", {})
+            completed = feed.get("backfill", {}).get("completed", [])
+            unsent = [k for k in expected if _in(completed, int(k[-1])) and k not in sent]
+            assert not unsent, f"a STATE counts {len(unsent)} events no BATCH file held yet"
+            checked += bool(completed)
+    assert "grant_feed" not in result.records  # no RECORD messages
+    assert sent == expected
+    assert checked >= 10, checked  # many STATEs held completed windows
+    latest = max(int(k[-1]) for k in expected)
+    assert ns(result.state["bookmarks"]["grant_feed"]["replication_key_value"]) == latest
+    assert result.messages[-1]["type"] == "STATE"
 
 
 def test_skewed_feed_is_delivered_exactly_once_in_windows(

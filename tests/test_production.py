@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -34,6 +35,7 @@ from tests.conftest import (
     ON_OWN_SERVER,
     PLUGIN_KINDS,
     ROOT,
+    STREAMS,
     libpq_env,
     ns,
     tap_env,
@@ -48,7 +50,8 @@ from tests.test_models import (
     truth,
 )
 
-JOB_STATE_ID = "prod:tap-accessgov-to-target-postgres"  # Meltano's name for the job's EL block
+# Meltano's name for the job's EL block (its extractor, tap-accessgov--batch, and loader)
+JOB_STATE_ID = "prod:tap-accessgov--batch-to-target-postgres"
 
 
 def fresh_copy(directory: Path) -> Path:
@@ -203,6 +206,11 @@ def test_a_second_runner_with_a_fresh_project_continues_from_the_first_ones_stat
     returncode, output = run_job(first, env)
     assert returncode == 0, output[-4000:]
     compare_models(warehouse, ds, as_of)
+    # the load went through BATCH files, which the job removed once loaded
+    removed = re.search(r"Removed (\d+) BATCH file\(s\) of the load", output)
+    assert removed, output[-4000:]
+    assert int(removed[1]) >= len(STREAMS) // 2
+    assert list((first / ".meltano" / "batch-files").iterdir()) == []
     # each release's planner: no model's plan turns quadratic in the events
     check_plans_stay_linear(warehouse["connection"], first / "transform" / "target" / "postgres")
     first_feed_pages = tenant.stats["api_requests_by_path"]["/api/v1/grants/feed"]
