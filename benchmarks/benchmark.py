@@ -8,7 +8,8 @@ In one run, alternating the two sides of each comparison and reporting medians:
    50,000 and 200,000 events (``--ratio-events``), on a frozen emulator (each answer built
    once, in an untimed round), the tap alone with Meltano's catalog against the raw loop and
    the shipped ``meltano run`` against the raw fetch+COPY loop, in the same rounds;
-   ``--baseline REV`` adds another revision's tap to the same rounds (before/after);
+   ``--baseline REV`` adds another revision's tap to the same rounds (before/after),
+   ``--ratio-batch`` the tap with ``batch_config`` (BATCH files, gzipped and not);
 1. grant_feed throughput: the tap (catalog selecting grant_feed, stdout to /dev/null) versus a
    plain loop over the same pages (benchmarks/raw_loop.py: requests.Session, pageSize 100, json
    parse, one json dump per record): the ratio tap/raw of records per second;

@@ -35,7 +35,11 @@ answers at once (docs/performance.md).
 ``--baseline REV`` also runs another revision's tap (its ``tap_accessgov`` package from git,
 first on PYTHONPATH, for the tap alone and inside Meltano's run; everything else is this
 checkout's: emulator, loaders, meltano.yml) in the same rounds, so a change is measured
-against what it changes on the same loaded machine. The machine's load average is printed:
+against what it changes on the same loaded machine. ``--ratio-batch`` also runs this
+checkout's tap with ``batch_config`` (BATCH files of 10,000 records, gzipped, then without
+compression), alone and inside Meltano's run (``TAP_ACCESSGOV_BATCH_CONFIG``): what the
+target reading files instead of a message per record buys (docs/performance.md). The
+machine's load average is printed:
 on a shared 2-core machine the tap, Meltano and the target compete with whatever else runs,
 and the ratios fall with the load.
 """
@@ -74,7 +78,8 @@ if t.TYPE_CHECKING:
 
 THIS = "this checkout"
 ONE_WINDOW = "this checkout, max_concurrency 1"
-BATCH = "this checkout, BATCH files"
+BATCH = "this checkout, BATCH files (gzip)"
+PLAIN_BATCH = "this checkout, BATCH files (no compression)"
 MAX_WARM_UPS = 12  # untimed runs of a tap alone, at most, until one builds no answer
 # run as a module from the repository's root (``run``'s directory): it imports the raw loop's
 # token request from the package
@@ -113,10 +118,12 @@ def ranges_at_once(log: Path) -> str:
 def ratios(args: argparse.Namespace, workdir: Path, report: t.Callable[[str], None]) -> None:
     install_plugins()
     taps = {THIS: Side({}, {}), ONE_WINDOW: Side({}, {"max_concurrency": 1})}
-    if args.ratio_batch:  # the SDK's BATCH files (gzipped JSON lines) instead of RECORDs
-        files = workdir / "batch"
-        batch = {"encoding": {"format": "jsonl", "compression": "gzip"}, "batch_size": 10_000}
-        taps[BATCH] = Side({}, {"batch_config": {**batch, "storage": {"root": files.as_uri()}}})
+    if args.ratio_batch:  # BATCH files (JSON lines) instead of RECORD messages
+        storage = {"root": (workdir / "batch").as_uri()}
+        for side, compression in ((BATCH, "gzip"), (PLAIN_BATCH, "none")):
+            encoding = {"format": "jsonl", "compression": compression}
+            batch = {"encoding": encoding, "storage": storage, "batch_size": 10_000}
+            taps[side] = Side({}, {"batch_config": batch})
     if args.baseline:
         baseline = {"PYTHONPATH": str(export_revision(args.baseline, workdir))}
         taps[args.baseline] = Side(baseline, {})

@@ -6,9 +6,8 @@
    stg_app_entitlements, and the marts show no name for it), and automation_exclusion_history
    says when they disappeared;
 3. another exclusion is removed and a third run is killed half-way (the tap is SIGKILLed
-   while the exclusions endpoint hangs): partial rows of its snapshot are loaded (RECORD
-   messages; in BATCH files, the open file's rows never leave), yet the rebuilt models equal
-   the second run's;
+   while the exclusions endpoint hangs): partial rows of its snapshot are loaded, yet the
+   rebuilt models equal the second run's;
 4. the app entitlement is added again and a fourth run completes: the models show the third
    removal, and the entitlement's exclusions are back.
 
@@ -291,13 +290,8 @@ def scenario(
     load_killed: Step,
     build: Step,
     alongside: Alongside = Alongside(),
-    *,
-    killed_loads_part: bool = True,
 ) -> None:
-    """Each of ``load_and_build`` and ``build`` ends with the prune. ``killed_loads_part``:
-    whether the killed run's loader holds some of the exclusions it read (RECORD messages,
-    each written as it is read), or none (BATCH files: the killed run's open file never
-    left); the models must be the same either way."""
+    """Each of ``load_and_build`` and ``build`` ends with the prune."""
     ds = emulator.dataset
     as_of = as_of_instant(ds)
     removals = pick_removals(ds)
@@ -335,11 +329,8 @@ def scenario(
     emulator.remove(**removals["later"])
     load_killed()
     copies, rows = raw_copies()["automation_exclusions"]
-    if killed_loads_part:
-        assert copies == 2, "the killed run loaded rows of its own snapshot"
-        assert rows > len(second["exclusions"])
-    else:
-        assert (copies, rows) == (1, len(second["exclusions"])), "nothing of the open file"
+    assert copies == 2, "the killed run loaded rows of its own snapshot"
+    assert rows > len(second["exclusions"])
     build()
     check(query, second, ever, snapshots=2)
     check_history_is_the_truth(query, [first["exclusions"], second["exclusions"]], ds)

@@ -516,29 +516,16 @@ def test_evidence_access_history_and_removals_on_postgres_equal_the_emulators_tr
         compare(run, "postgres", ds, grants_read(ds))
         tenant.emit_unpopulated = None  # the vendor's mix from here on
 
-    files = Path(env["BATCH_FILES_DIRECTORY"])  # the job's load's BATCH files (base_env)
-
-    def job() -> None:
-        """The shipped job: load (BATCH files), remove the files, build, prune."""
-        meltano("run", "accessgov", env=env)
-        assert list(files.iterdir()) == []  # a killed run's files too, once a job ran
-
-    def killed() -> None:
-        """The job's load killed half-way: the files written stay until the next job."""
-        removals.killed_run(tenant, env, "tap-accessgov--batch", "target-postgres")
-        assert list(files.glob("tap-accessgov--*.json.gz"))
-
     tenant.emit_unpopulated = True
     removals.scenario(
         tenant,
         query,
         removals.postgres_copies(connection, schema),
-        job,
-        killed,
+        lambda: meltano("run", "accessgov", env=env),  # the shipped job: load, build, prune
+        lambda: removals.killed_run(tenant, env, "tap-accessgov", "target-postgres"),
         # the two commands the job's build-and-prune stands for, each a task of its own
         lambda: meltano("run", "dbt-postgres:build", "dbt-postgres:prune", env=env),
         removals.Alongside(after_first, lambda: changes_between_runs(tenant), after_second),
-        killed_loads_part=False,
     )
 
     a_review_closes_after_grants_were_read(

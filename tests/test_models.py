@@ -622,9 +622,6 @@ def compare_service_activity(query: t.Callable[[str], list[tuple]], ds: Dataset)
 
 
 def base_env(emulator: Emulator, tmp_path: Path, as_of: int) -> dict[str, str]:
-    """Meltano's environment for the test's runs, the job's BATCH files in ``tmp_path`` (the
-    project's directory for them is every worker's, whose removal would take another test's
-    files mid-load)."""
     return {
         **os.environ,
         **tap_env(emulator),
@@ -632,16 +629,6 @@ def base_env(emulator: Emulator, tmp_path: Path, as_of: int) -> dict[str, str]:
         "MELTANO_ENVIRONMENT": "emulator",
         "MELTANO_DATABASE_URI": f"sqlite:///{tmp_path / 'meltano.db'}",
         "ACCESSGOV_AS_OF": format_ns(as_of),
-        **batch_files_env(tmp_path / "batch-files"),
-    }
-
-
-def batch_files_env(directory: Path) -> dict[str, str]:
-    """Where the job's load writes its BATCH files (tap-accessgov--batch) and its next task
-    removes them from (batch-files:remove): ``directory``."""
-    return {
-        "TAP_ACCESSGOV__BATCH_BATCH_CONFIG_STORAGE_ROOT": directory.as_uri(),
-        "BATCH_FILES_DIRECTORY": str(directory),
     }
 
 
