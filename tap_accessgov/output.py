@@ -156,16 +156,24 @@ class StateWriter(SdkStateWriter):
         for: a STATE must not leave before the records it counts, and a BATCH file's records
         leave only with its BATCH message, when the file is full (TapStream.get_batches). A
         block that ends on an error (a failed or stopped sync) drops what it kept: it may
-        count records that never left."""
+        count records that never left. Not nested: one stream's files at a time (a stream
+        with a parent or children keeps RECORD messages, TapStream.batch_unsafe)."""
         self._holding = True
         try:
             yield
         except BaseException:
-            self._waiting = None
+            self.drop_held()
             raise
         finally:
             self._holding = False
         self.release()
+
+    def drop_held(self) -> None:
+        """End ``held`` without writing what it kept. A sync that fails while the block waits
+        in its suspended generator (TapStream.get_batches: the SDK failed writing a BATCH
+        message) ends it too: the failure closes the generator as it leaves the SDK's loop."""
+        self._holding = False
+        self._waiting = None
 
     def release(self) -> None:
         """Write the state kept back (``held``) as it is now, if a STATE was asked for."""
@@ -200,7 +208,7 @@ class PlainJSONLinesBatcher(BaseBatcher):
             yield [storage.get_url(filename)]
 
 
-_ENCODER = msgspec.json.Encoder()
+_ENCODER = msgspec.json.Encoder(decimal_format="number")  # as the SDK's files (simplejson)
 
 
 def microsecond_timestamps(schema: Mapping[str, t.Any]) -> Callable[[Record], Record]:
@@ -232,4 +240,4 @@ def microsecond_timestamps(schema: Mapping[str, t.Any]) -> Callable[[Record], Re
     return cut
 
 
-_BEYOND_MICROSECONDS = re.compile(r"(\.\d{6})\d+")
+_BEYOND_MICROSECONDS = re.compile(r"(\.\d{6})\d+(?=[Zz+-]|$)", re.ASCII)

@@ -10,6 +10,7 @@ import json
 import re
 import time
 import typing as t
+from pathlib import Path
 
 import pytest
 from singer_sdk.contrib.msgspec import MsgSpecWriter
@@ -19,13 +20,20 @@ from singer_sdk.streams import Stream
 
 from tap_accessgov.engine.stream import TapStream
 from tap_accessgov.engine.windowed import RunCappedStream
-from tap_accessgov.output import CHUNK_BYTES, OutputClosedError, OutputWriter, StateWriter
+from tap_accessgov.output import (
+    CHUNK_BYTES,
+    OutputClosedError,
+    OutputWriter,
+    StateWriter,
+    microsecond_timestamps,
+)
 from tap_accessgov.streams import STREAM_TYPES
 from tap_accessgov.streams.grant_feed import GrantFeedStream
 from tap_accessgov.tap import TapAccessGov
 from tap_accessgov.timestamps import normalize_timestamp
 from tests.conftest import (
     ClosingOutput,
+    batch_config,
     catalog_selecting,
     listed_exclusion_entitlements,
     ns,
@@ -218,3 +226,114 @@ def test_the_output_is_the_sdks_byte_for_byte(monkeypatch: pytest.MonkeyPatch) -
     assert users
     assert all("displayName" not in user and "email" in user for user in users)
     assert all("feed" in m["record"] for m in records if m["stream"] == "grant_feed")
+
+
+class WrittenStates:
+    """A message writer that keeps the STATE values written (copies: the tap's state is one
+    dict, changed in place)."""
+
+    def __init__(self) -> None:
+        self.states: list[dict[str, t.Any]] = []
+
+    def write_message(self, message: t.Any) -> None:
+        self.states.append(json.loads(json.dumps(message.value)))
+
+
+def test_held_states_leave_on_release_as_they_are_then_and_an_error_drops_them() -> None:
+    """While ``held``: nothing leaves; ``release`` writes the state last asked for as it is
+    at the release (one STATE, not one per request), and nothing if none was asked for; the
+    block's end writes what is left; a block that ends on an error writes nothing, and
+    ``drop_held`` ends a hold whose block never ended (a suspended generator)."""
+    out = WrittenStates()
+    writer = StateWriter(out)  # type: ignore[arg-type]
+    state: dict[str, t.Any] = {"bookmarks": {"s": {"n": 1}}}
+    with writer.held():
+        writer.write_state(state)
+        state["bookmarks"]["s"]["n"] = 2
+        writer.write_state(state)
+        assert out.states == []
+        state["bookmarks"]["s"]["n"] = 3
+        writer.release()
+        assert out.states == [{"bookmarks": {"s": {"n": 3}}}]
+        writer.release()  # nothing asked for since
+        state["bookmarks"]["s"]["n"] = 4
+        writer.write_state(state)
+    assert [s["bookmarks"]["s"]["n"] for s in out.states] == [3, 4]
+
+    def fails_while_held() -> None:
+        with writer.held():
+            state["bookmarks"]["s"]["n"] = 5
+            writer.write_state(state)
+            raise RuntimeError
+
+    with pytest.raises(RuntimeError):
+        fails_while_held()
+    writer.release()
+    assert [s["bookmarks"]["s"]["n"] for s in out.states] == [3, 4]
+    writer.write_state(state)  # no longer held
+    assert [s["bookmarks"]["s"]["n"] for s in out.states] == [3, 4, 5]
+
+    suspended = writer.held()
+    suspended.__enter__()
+    state["bookmarks"]["s"]["n"] = 6
+    writer.write_state(state)
+    writer.drop_held()
+    writer.release()
+    assert len(out.states) == 3
+    writer.write_state(state)
+    assert [s["bookmarks"]["s"]["n"] for s in out.states] == [3, 4, 5, 6]
+
+
+@pytest.mark.parametrize(
+    ("sent", "loaded"),
+    [
+        ("2026-01-02T03:04:05.123456789Z", "2026-01-02T03:04:05.123456Z"),
+        ("2026-01-02T03:04:05.1234567z", "2026-01-02T03:04:05.123456z"),
+        ("2026-01-02T03:04:05.1234569+05:30", "2026-01-02T03:04:05.123456+05:30"),
+        ("2026-01-02T03:04:05.999999999-00:00", "2026-01-02T03:04:05.999999-00:00"),
+        ("2026-01-02T03:04:05.123456Z", "2026-01-02T03:04:05.123456Z"),
+        ("2026-01-02T03:04:05.1Z", "2026-01-02T03:04:05.1Z"),
+        ("2026-01-02T03:04:05Z", "2026-01-02T03:04:05Z"),
+    ],
+)
+def test_a_batch_files_instants_keep_microseconds_as_a_target_parses_them(
+    sent: str, loaded: str
+) -> None:
+    """Top-level date-time values cut after the microseconds (digits beyond dropped, not
+    rounded: what target-postgres keeps of a RECORD message's); the record handed in is
+    never changed (the run's state may still read it), a copy is made only when something is
+    cut; other properties, nested values and nulls as they are."""
+    schema = {
+        "properties": {
+            "at": {"type": ["string", "null"], "format": "date-time"},
+            "none": {"type": ["string", "null"], "format": "date-time"},
+            "text": {"type": "string"},
+            "nested": {"type": "object", "properties": {"at": {"format": "date-time"}}},
+        }
+    }
+    record = {"at": sent, "none": None, "text": sent, "nested": {"at": sent}}
+    original = json.loads(json.dumps(record))
+    cut = microsecond_timestamps(schema)(record)
+    assert cut == {**original, "at": loaded}
+    assert record == original
+    assert (cut is record) == (sent == loaded)
+
+
+def test_a_sync_that_fails_at_a_batch_message_holds_no_state_back_after_it(
+    tmp_path: Path,
+) -> None:
+    """The loader gone at the first BATCH message (the write after the SCHEMA): the sync fails
+    while its files' generator waits, suspended, in the STATE hold; the hold ends with the
+    sync, so a STATE asked for afterwards is written (here: fails on the closed output),
+    not kept back unseen."""
+    config = {**feed_config(), "batch_config": batch_config(tmp_path)}
+    tap = TapAccessGov(
+        config=config, catalog=catalog_selecting(config, {"apps": None}), parse_env_config=False
+    )
+    closed = io.TextIOWrapper(ClosingOutput(1), write_through=True)  # type: ignore[arg-type]
+    with contextlib.redirect_stdout(closed):
+        with pytest.raises(OutputClosedError):
+            tap.sync_all()
+        assert [path.suffix for path in tmp_path.iterdir()] == [".gz"]  # the file was written
+        with pytest.raises(OutputClosedError):
+            tap.state_writer.write_state({"bookmarks": {}})

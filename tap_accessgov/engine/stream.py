@@ -219,11 +219,9 @@ class TapStream(ProgressReportingStream, SnapshotStream):
         target does not apply to BATCH files either. So a stream that any of them would
         change, or that feeds child streams (their syncs write inside its files' span),
         keeps RECORD messages."""
-        maps = self.stream_maps
+        maps = self.stream_maps  # a rename (__alias__) or a removal is a map of its own class
         if len(maps) != 1 or type(maps[0]) is not SameRecordTransform:
             return "a stream map applies to it"
-        if maps[0].stream_alias != self.name:
-            return "a stream map renames it"
         if maps[0].flattening_enabled:
             return "flattening is on"
         if not self.selects_every_property:
