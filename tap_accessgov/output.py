@@ -221,7 +221,7 @@ def microsecond_timestamps(schema: Mapping[str, t.Any]) -> Callable[[Record], Re
     JSON, unparsed, either way."""
     names = [
         name
-        for name, declared in schema.get("properties", {}).items()
+        for name, declared in schema["properties"].items()
         if declared.get("format") == "date-time"
     ]
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from singer_sdk.contrib.msgspec import MsgSpecWriter
+from singer_sdk.helpers._batch import BatchConfig
 from singer_sdk.helpers._state import StateWriter as SdkStateWriter
 from singer_sdk.singerlib import RecordMessage, SchemaMessage
 from singer_sdk.streams import Stream
@@ -24,6 +25,7 @@ from tap_accessgov.output import (
     CHUNK_BYTES,
     OutputClosedError,
     OutputWriter,
+    PlainJSONLinesBatcher,
     StateWriter,
     microsecond_timestamps,
 )
@@ -97,15 +99,17 @@ def test_the_writers_clock_stands_still_while_a_slow_loader_reads() -> None:
     out = io.TextIOWrapper(io.BufferedWriter(RawStdout(delay=0.2), buffer_size=1))
     started_wall, started_own = time.monotonic(), writer.time_not_writing()
     with contextlib.redirect_stdout(out):
-        writer.write_message(
-            SchemaMessage(stream="s", schema={"type": "object"}, key_properties=[])
-        )
+        for _ in range(2):
+            writer.write_message(
+                SchemaMessage(stream="s", schema={"type": "object"}, key_properties=[])
+            )
     # own's interval lies within wall's (read after it started, before it ended), less the
-    # writing, which slept 0.2 s: whatever else the machine did meanwhile, own <= wall - 0.2
+    # writing, which slept 0.2 s a message: whatever else the machine did meanwhile,
+    # 0 <= own <= wall - 0.4 (the writes' times add up; the clock never runs backwards)
     own = writer.time_not_writing() - started_own
     wall = time.monotonic() - started_wall
-    assert wall >= 0.2, wall
-    assert own <= wall - 0.2, f"{own:.3f} s of the run's own time in {wall:.3f} s"
+    assert wall >= 0.4, wall
+    assert 0 <= own <= wall - 0.4, f"{own:.3f} s of the run's own time in {wall:.3f} s"
 
 
 @pytest.mark.parametrize("limit", [None, 1000], ids=["whole-writes", "partial-writes"])
@@ -337,3 +341,35 @@ def test_a_sync_that_fails_at_a_batch_message_holds_no_state_back_after_it(
         assert [path.suffix for path in tmp_path.iterdir()] == [".gz"]  # the file was written
         with pytest.raises(OutputClosedError):
             tap.state_writer.write_state({"bookmarks": {}})
+
+
+def test_files_without_compression_hold_batch_size_records_each_named_as_the_sdk_names_them(
+    tmp_path: Path,
+) -> None:
+    """``PlainJSONLinesBatcher``: the records in order, ``batch_size`` to a file (the last
+    with the rest), one JSON line each, not gzipped; each file named as the SDK names its
+    own, the storage's prefix first, numbered from 1 within the sync."""
+    config = BatchConfig.from_dict(
+        {
+            **batch_config(tmp_path, batch_size=2, compression="none"),
+            "storage": {"root": tmp_path.as_uri(), "prefix": "run-7/"},
+        }
+    )
+    (tmp_path / "run-7").mkdir()
+    records = [{"n": n, "at": "2026-01-02T03:04:05.123456789Z"} for n in range(5)]
+    manifests = list(PlainJSONLinesBatcher("tap-accessgov", "apps", config).get_batches(records))
+    assert [len(manifest) for manifest in manifests] == [1, 1, 1]
+    paths = [Path(manifest[0].removeprefix("file://")) for manifest in manifests]
+    sync_id = re.fullmatch(r"(tap-accessgov--apps-[0-9a-f-]{36})-1\.jsonl", paths[0].name)
+    assert sync_id, paths[0].name
+    assert [p.relative_to(tmp_path).as_posix() for p in paths] == [
+        f"run-7/{sync_id[1]}-{number}.jsonl" for number in (1, 2, 3)
+    ]
+    assert [[json.loads(line) for line in p.read_bytes().splitlines()] for p in paths] == [
+        records[0:2],
+        records[2:4],
+        records[4:],
+    ]
+    unprefixed = BatchConfig.from_dict(batch_config(tmp_path, compression="none"))
+    (manifest,) = PlainJSONLinesBatcher("tap-accessgov", "apps", unprefixed).get_batches(records)
+    assert Path(manifest[0]).name.startswith("tap-accessgov--apps-"), manifest
