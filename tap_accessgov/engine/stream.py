@@ -19,26 +19,19 @@ import typing as t
 from functools import cached_property
 
 import requests
-from singer_sdk.batch import BaseBatcher, Batcher
 from singer_sdk.exceptions import FatalAPIError, RetriableAPIError
 from singer_sdk.helpers.conform import TypeConformanceLevel
-from singer_sdk.mapper import SameRecordTransform
 from singer_sdk.singerlib import RecordMessage
 from singer_sdk.streams import RESTStream, Stream
 from typing_extensions import override
 
 from tap_accessgov import USER_AGENT
 from tap_accessgov.conformance import RecordConformance
+from tap_accessgov.engine.batch_files import BatchFilesStream
 from tap_accessgov.engine.concurrency import Workers
 from tap_accessgov.engine.snapshots import SnapshotStream
 from tap_accessgov.interrupt import InterruptibleAdapter, interruptible
-from tap_accessgov.output import (
-    OutputClosedError,
-    OutputWriter,
-    PlainJSONLinesBatcher,
-    microsecond_timestamps,
-    record_messages,
-)
+from tap_accessgov.output import OutputClosedError, OutputWriter, record_messages
 from tap_accessgov.paging import NextPageTokenPaginator, Page, page_body
 from tap_accessgov.progress import ProgressReportingStream
 from tap_accessgov.request_budget import RequestBudget, SyncStopped
@@ -56,12 +49,10 @@ from tap_accessgov.retries import (
 if t.TYPE_CHECKING:
     from backoff.types import Details
     from singer_sdk import Tap
-    from singer_sdk.helpers._batch import BaseBatchFileEncoding, BatchConfig  # types only
     from singer_sdk.helpers.types import Context, RequestFunc
 
     from tap_accessgov.auth import AccessGovAuthenticator
     from tap_accessgov.engine.concurrency import Concurrency
-    from tap_accessgov.output import StateWriter
 
 Record = dict[str, t.Any]
 
@@ -165,7 +156,7 @@ class Discovered:
         return list(self._streams.values())
 
 
-class TapStream(ProgressReportingStream, SnapshotStream):
+class TapStream(ProgressReportingStream, SnapshotStream, BatchFilesStream):
     """What every stream of the tap shares apart from its HTTP (``AccessGovStream``, every
     stream's base, adds that): progress lines, full-table snapshots, ``--test``'s one-record
     limit around ``records``, records that always fit their SCHEMA, worker threads that end
@@ -186,14 +177,7 @@ class TapStream(ProgressReportingStream, SnapshotStream):
     def __init__(self, tap: Tap) -> None:
         super().__init__(tap)
         self.output = tap.message_writer
-        self._states_of = tap  # its state writer is made after its streams (tap.py, bend 5)
         self._warned: set[str] = set()  # the warnings given this run (warn_once)
-
-    @cached_property
-    def selects_every_property(self) -> bool:
-        """Whether the catalog selects the stream and every one of its properties: what
-        ``--discover`` gives, and what Meltano passes unless a user deselects a property."""
-        return all(self.mask.values())
 
     @override
     def _generate_record_messages(self, record: Record) -> t.Generator[RecordMessage, None, None]:
@@ -210,69 +194,6 @@ class TapStream(ProgressReportingStream, SnapshotStream):
         if not self.selects_every_property:
             return super()._generate_record_messages(record)
         return record_messages(self, record)
-
-    @property
-    def batch_unsafe(self) -> str | None:
-        """Why this stream's records cannot leave in BATCH files, or None: the SDK writes
-        those files from the records as ``post_process`` leaves them, and only RECORD
-        messages pass through its stream maps, flattening and property selection, which a
-        target does not apply to BATCH files either. So a stream that any of them would
-        change, or that feeds child streams (their syncs write inside its files' span),
-        keeps RECORD messages."""
-        maps = self.stream_maps  # a rename (__alias__) or a removal is a map of its own class
-        if len(maps) != 1 or type(maps[0]) is not SameRecordTransform:
-            return "a stream map applies to it"
-        if maps[0].flattening_enabled:
-            return "flattening is on"
-        if not self.selects_every_property:
-            return "the catalog deselects a property"
-        if self.child_streams or self.parent_stream_type:
-            return "it has a parent or child streams"
-        return None
-
-    @override
-    def get_batch_config(self, config: t.Mapping[str, t.Any]) -> BatchConfig | None:
-        """``batch_config``'s BATCH files where this stream's records leave as the tap reads
-        them; otherwise None, RECORD messages (``batch_unsafe``), said once: what reaches
-        the warehouse is the same either way."""
-        batch = super().get_batch_config(config)
-        if batch is not None and (why := self.batch_unsafe):
-            self.warn_once(f"{self.name}: RECORD messages, not BATCH files: {why}")
-            return None
-        return batch
-
-    @override
-    def get_batches(
-        self, batch_config: BatchConfig, context: Context | None = None
-    ) -> t.Iterable[tuple[BaseBatchFileEncoding, list[str]]]:
-        """The stream's BATCH files (``batch_files``), with every STATE asked for while a
-        file fills kept back until the file's BATCH message has left (StateWriter.held): a
-        window completes, and its STATE is asked for, while its last records still wait in
-        the open file, and a run killed then must read them again, not skip them."""
-        writer = t.cast("StateWriter", self._states_of.state_writer)  # tap.py, bend 5
-        with writer.held():
-            for batch in self.batch_files(batch_config, context):
-                yield batch  # the SDK writes its BATCH message (and asks for a STATE)
-                writer.release()
-
-    def batch_files(
-        self, batch_config: BatchConfig, context: Context | None
-    ) -> t.Iterator[tuple[BaseBatchFileEncoding, list[str]]]:
-        """The SDK's get_batches, step for step, with two differences: JSON lines without
-        compression are written by the tap (output.PlainJSONLinesBatcher: the SDK gzips them
-        all the same), and date-time values are cut to microseconds as a target parses them
-        from RECORD messages (output.microsecond_timestamps)."""
-        encoding = batch_config.encoding
-        batcher: BaseBatcher = (
-            PlainJSONLinesBatcher(self.tap_name, self.name, batch_config)
-            if encoding.format == "jsonl" and encoding.compression != "gzip"
-            else Batcher(self.tap_name, self.name, batch_config)
-        )
-        # The records the SDK's own get_batches reads, the same way: a private with no
-        # public twin (the stream's records as the SDK syncs them, without RECORD messages).
-        records = self._sync_records(context, write_messages=False)
-        for manifest in batcher.get_batches(map(microsecond_timestamps(self.schema), records)):
-            yield encoding, manifest
 
     def warn_once(self, message: str) -> None:
         """Log ``message`` at WARNING the first time this run, not again: a record the

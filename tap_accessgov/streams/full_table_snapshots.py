@@ -6,9 +6,9 @@ from __future__ import annotations
 import datetime
 import typing as t
 
-from singer_sdk.streams import Stream
 from typing_extensions import override
 
+from tap_accessgov.engine.batch_files import BatchFilesStream
 from tap_accessgov.schemas import FULL_TABLE_SNAPSHOT, SNAPSHOT_AT
 
 if t.TYPE_CHECKING:
@@ -18,7 +18,7 @@ if t.TYPE_CHECKING:
     from tap_accessgov.engine.snapshots import SnapshotStream
 
 
-class FullTableSnapshotsStream(Stream):
+class FullTableSnapshotsStream(BatchFilesStream):
     """One row per full-table stream synced in full in this run; synced after all others
     (the tap's ``streams`` puts it last).
 
