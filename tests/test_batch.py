@@ -103,6 +103,17 @@ def test_batch_files_hold_the_records_and_a_mapped_or_narrowed_stream_keeps_reco
 
     assert batched_streams(plain) == set()
     assert batched_streams(batched) == {"grant_feed", "apps"}
+    named = {  # as the SDK names its files: the tap, the stream, the sync's UUID, the number
+        m["stream"]: Path(url).name
+        for m in batched.messages
+        if m["type"] == "BATCH"
+        for url in m["manifest"]
+    }
+    suffix = ".json.gz" if compression == "gzip" else ".jsonl"
+    for stream, name in named.items():
+        assert re.fullmatch(
+            rf"tap-accessgov--{stream}-[0-9a-f-]{{36}}-\d+{re.escape(suffix)}", name
+        )
     assert set(batched.records) == {"app_entitlements", "users"}
     rows, batched_rows = by_stream(plain), by_stream(batched)
     assert set(rows) == set(batched_rows) == {"grant_feed", "apps", "app_entitlements", "users"}

@@ -14,14 +14,12 @@ from singer_sdk.mapper import SameRecordTransform
 from singer_sdk.streams import Stream
 from typing_extensions import override
 
-from tap_accessgov.output import PlainJSONLinesBatcher, microsecond_timestamps
+from tap_accessgov.output import PlainJSONLinesBatcher, StateWriter, microsecond_timestamps
 
 if t.TYPE_CHECKING:
     from singer_sdk import Tap
     from singer_sdk.helpers._batch import BaseBatchFileEncoding, BatchConfig  # types only
     from singer_sdk.helpers.types import Context
-
-    from tap_accessgov.output import StateWriter
 
 
 class BatchFilesStream(Stream):
@@ -76,7 +74,7 @@ class BatchFilesStream(Stream):
         file fills kept back until the file's BATCH message has left (StateWriter.held): a
         window completes, and its STATE is asked for, while its last records still wait in
         the open file, and a run killed then must read them again, not skip them."""
-        writer = t.cast("StateWriter", self._states_of.state_writer)  # tap.py, bend 5
+        writer = t.cast(StateWriter, self._states_of.state_writer)  # tap.py, bend 5
         with writer.held():
             for batch in self.batch_files(batch_config, context):
                 yield batch  # the SDK writes its BATCH message (and asks for a STATE)
