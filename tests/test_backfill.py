@@ -144,36 +144,6 @@ def backfilled(skewed: Emulator) -> Backfilled:
     return Backfilled(config, sync(config, tap=tap), bodies.sent)
 
 
-def test_a_state_leaves_after_the_batch_files_of_every_record_it_counts(
-    skewed: Emulator, tmp_path: Path
-) -> None:
-    """With ``batch_config`` (files of 50 records), each STATE follows the BATCH messages of
-    every event it counts as read (its completed windows): a window completes while its last
-    records still wait in the open file, and a run killed after such a STATE would resume
-    past records that never left. The files hold the feed exactly once, and the run's last
-    STATE, after the last file, keeps the latest event as its bookmark."""
-    config = feed_config(skewed, batch_config=batch_config(tmp_path, batch_size=50))
-    result = sync(config, catalog=feed_only(config))
-    expected = truth(skewed.dataset, after=config["start_date"])
-    sent: collections.Counter[Key] = collections.Counter()
-    checked = 0
-    for message in result.messages:
-        if message["type"] == "BATCH":
-            sent += delivered(batch_records(message))
-        elif message["type"] == "STATE":
-            feed = message["value"].get("bookmarks", {}).get("grant_feed", {})
-            completed = feed.get("backfill", {}).get("completed", [])
-            unsent = [k for k in expected if _in(completed, int(k[-1])) and k not in sent]
-            assert not unsent, f"a STATE counts {len(unsent)} events no BATCH file held yet"
-            checked += bool(completed)
-    assert "grant_feed" not in result.records  # no RECORD messages
-    assert sent == expected
-    assert checked >= 10, checked  # many STATEs held completed windows
-    latest = max(int(k[-1]) for k in expected)
-    assert ns(result.state["bookmarks"]["grant_feed"]["replication_key_value"]) == latest
-    assert result.messages[-1]["type"] == "STATE"
-
-
 def test_skewed_feed_is_delivered_exactly_once_in_windows(
     skewed: Emulator, backfilled: Backfilled
 ) -> None:
@@ -846,6 +816,37 @@ def _in(ranges: list[list[str | None]], instant: int) -> bool:
 def _overlaps(ranges: list[list[str | None]], first: int, last: int) -> bool:
     """Whether any of ``ranges`` (after, before) holds an instant of ``[first, last]``."""
     return any((a is None or ns(a) <= last) and (b is None or first < ns(b)) for a, b in ranges)
+
+
+def test_a_state_leaves_after_the_batch_files_of_every_record_it_counts(
+    ordered: Emulator, tmp_path: Path
+) -> None:
+    """With ``batch_config`` (files of 50 records), each STATE follows the BATCH messages of
+    every event it counts as read (its completed windows): a window completes while its last
+    records still wait in the open file, and a run killed after such a STATE would resume
+    past records that never left. The files hold the feed exactly once, and the run's last
+    STATE, after the last file, keeps the latest event as its bookmark. In every order the
+    service may return a window in."""
+    config = feed_config(ordered, batch_config=batch_config(tmp_path, batch_size=50))
+    result = sync(config, catalog=feed_only(config))
+    expected = truth(ordered.dataset, after=config["start_date"])
+    sent: collections.Counter[Key] = collections.Counter()
+    checked = 0
+    for message in result.messages:
+        if message["type"] == "BATCH":
+            sent += delivered(batch_records(message))
+        elif message["type"] == "STATE":
+            feed = message["value"].get("bookmarks", {}).get("grant_feed", {})
+            completed = feed.get("backfill", {}).get("completed", [])
+            unsent = [k for k in expected if _in(completed, int(k[-1])) and k not in sent]
+            assert not unsent, f"a STATE counts {len(unsent)} events no BATCH file held yet"
+            checked += bool(completed)
+    assert "grant_feed" not in result.records  # no RECORD messages
+    assert sent == expected
+    assert checked >= 10, checked  # many STATEs held completed windows
+    latest = max(int(k[-1]) for k in expected)
+    assert ns(result.state["bookmarks"]["grant_feed"]["replication_key_value"]) == latest
+    assert result.messages[-1]["type"] == "STATE"
 
 
 def test_every_order_is_delivered_exactly_once_and_resumes_from_any_state(
