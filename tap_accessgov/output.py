@@ -144,7 +144,10 @@ class StateWriter(SdkStateWriter):
         keep it back instead."""
         if self._holding:
             self._waiting = state
-            return
+        else:
+            self._write(state)
+
+    def _write(self, state: TapState) -> None:
         written = _SORTED.encode(state)
         if written != self._last:
             self._message_writer.write_message(StateMessage(value=state))
@@ -154,24 +157,25 @@ class StateWriter(SdkStateWriter):
     def held(self) -> t.Iterator[None]:
         """STATEs kept back until ``release`` (or the block's end) writes the last one asked
         for: a STATE must not leave before the records it counts, and a BATCH file's records
-        leave only with its BATCH message, when the file is full (TapStream.get_batches). A
-        block that ends on an error (a failed or stopped sync) drops what it kept: it may
-        count records that never left. Not nested: one stream's files at a time (a stream
-        with a parent or children keeps RECORD messages, TapStream.batch_unsafe)."""
+        leave only with its BATCH message, when the file is full
+        (BatchFilesStream.get_batches). A block that ends on an error (a failed or stopped
+        sync) drops what it kept: it may count records that never left. Not nested: one
+        stream's files at a time (a stream with a parent or children keeps RECORD messages,
+        BatchFilesStream.batch_unsafe)."""
         self._holding = True
         try:
             yield
         except BaseException:
             self.drop_held()
             raise
-        finally:
-            self._holding = False
+        self._holding = False
         self.release()
 
     def drop_held(self) -> None:
         """End ``held`` without writing what it kept. A sync that fails while the block waits
-        in its suspended generator (TapStream.get_batches: the SDK failed writing a BATCH
-        message) ends it too: the failure closes the generator as it leaves the SDK's loop."""
+        in its suspended generator (BatchFilesStream.get_batches: the SDK failed writing a
+        BATCH message) ends it too: the failure closes the generator as it leaves the SDK's
+        loop."""
         self._holding = False
         self._waiting = None
 
@@ -179,11 +183,7 @@ class StateWriter(SdkStateWriter):
         """Write the state kept back (``held``) as it is now, if a STATE was asked for."""
         if self._waiting is not None:
             waiting, self._waiting = self._waiting, None
-            holding, self._holding = self._holding, False
-            try:
-                self.write_state(waiting)
-            finally:
-                self._holding = holding
+            self._write(waiting)
 
 
 _SORTED = msgspec.json.Encoder(order="sorted")

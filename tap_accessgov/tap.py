@@ -38,13 +38,13 @@ Where the tap bends singer-sdk (0.54, and 0.55's pre-releases), each in one plac
    ``state_writer`` property alone would leave the SDK's writes on its own. Would go with a
    writer class the SDK lets a tap name, as it does its message writer, or an SDK that
    compares states without copying them.
-6. ``BatchFilesStream.batch_files`` (engine/batch_files.py) reads a stream's records for its BATCH files
-   through the SDK's private ``Stream._sync_records``, as the SDK's own ``get_batches`` does:
-   the files' records get their instants cut to microseconds, and JSON lines without
-   compression are written as the setting says (the SDK gzips them all). Why: the SDK has
-   no public way to a stream's synced records without their RECORD messages. Would go with
-   an SDK batcher that honours ``compression`` and a target that parses a file's instants
-   as it does a RECORD message's.
+6. ``BatchFilesStream.batch_files`` (engine/batch_files.py) reads a stream's records for its
+   BATCH files through the SDK's private ``Stream._sync_records``, as the SDK's own
+   ``get_batches`` does: the files' records get their instants cut to microseconds, and JSON
+   lines without compression are written as the setting says (the SDK gzips them all). Why:
+   the SDK has no public way to a stream's synced records without their RECORD messages.
+   Would go with an SDK batcher that honours ``compression`` and a target that parses a
+   file's instants as it does a RECORD message's.
 """
 
 from __future__ import annotations
