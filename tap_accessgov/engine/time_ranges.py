@@ -11,9 +11,11 @@ query), so the run needs more windows than workers at all times:
   by one round of small probes at once; upper: ``end_date``, or the sync's start with the
   last window left open) is cut into ``2 x max_concurrency`` windows (fewer for a short
   range: none narrower than twelve hours). The same round reads the first page of the whole
-  range: served in no date order, it is a sample of the range's dates, and the windows are
-  cut at its quantiles (about equal counts); in date order, of equal width. Windows newest
-  first: the dense recent ones are found early, the sparse past fills the end.
+  range: served in no date order, it is a sample of the range's dates, and the range is cut
+  at its quantiles into ``max_concurrency`` windows of about equal counts, each cut again at
+  its own first page's quantiles as that page arrives (``coarse``: a hundred dates say
+  little of 48 windows, much of 8); in date order, of equal width. Windows newest first:
+  the dense recent ones are found early, the sparse past fills the end.
 - **Split**: real data is skewed (one busy week can hold half the year) and the service does
   not say in which order it returns a window, so a window is measured on its first full
   pages (from the second on), and their own order says how (``pieces``): pages in date
@@ -44,6 +46,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import itertools
 import math
 import queue
 import time
@@ -60,7 +63,10 @@ Record = dict[str, t.Any]
 Key = tuple[t.Any, ...]
 
 WINDOWS_PER_WORKER = 3  # windows of equal width per request in flight
-SAMPLE_WINDOWS_PER_WORKER = 6  # windows per request in flight of a cut at a sample's quantiles
+# Pieces of a window of the first cut at the range's sample (``coarse``), cut at its first
+# page's dates into shares of 6/21, 5/21 ... 1/21 of it (``pieces``): the largest are read
+# first and the smallest fill the end of the run.
+SAMPLE_WINDOWS_PER_WORKER = 6
 # Narrowest window of the initial cut: a nightly incremental run (a day or less) is one or two
 # windows, not sixteen mostly empty ones; a dense one is split like any other.
 CUT_WIDTH = 12 * 3600 * 1_000_000_000  # ns
@@ -83,6 +89,12 @@ class Window:
     skip: collections.Counter[Key] | None = dataclasses.field(default=None, compare=False)
     # How many sample cuts (see ``pieces``) made this window: 0 for a window of the first cut.
     sampled: int = dataclasses.field(default=0, compare=False)
+    # A window of the first cut at the range's sample (a hundred dates for the whole range):
+    # cut again at its own first page's dates as soon as that page is read (``pieces``).
+    coarse: bool = dataclasses.field(default=False, compare=False)
+    # The share of the range's events a sample puts in it (0: not known): the reader takes
+    # the windows a split leaves waiting largest first (``WindowReader.records``).
+    weight: float = dataclasses.field(default=0.0, compare=False)
 
     def bounds(self) -> tuple[str | None, str | None]:
         """``after`` and ``before`` as the request sends them."""
@@ -120,12 +132,20 @@ def initial_windows(
 
     ``sample``: the dates of a full first page of the whole range. Served in no date order,
     it is a sample of the range's dates, and the range is cut at its quantiles into
-    ``SAMPLE_WINDOWS_PER_WORKER x workers`` windows of about equal counts (each dense
-    stretch is cut from the start instead of after pages that its pieces read again). In
-    date order it covers one end of the range only, and the windows are of equal width."""
+    ``workers`` windows of about equal counts (each dense stretch is cut from the start
+    instead of after pages that its pieces read again), each ``coarse``: the first page of
+    each, a hundred dates of an eighth of the range, cuts it into
+    ``SAMPLE_WINDOWS_PER_WORKER`` pieces (``pieces``) once several windows are read at
+    once. Cut at once into that many windows, two dates of the sample apiece, the windows
+    held from 19 to 2,213 events, and the last large ones ran alone for seconds
+    (docs/backfills.md). No fewer than ``SAMPLE_WINDOWS_PER_WORKER`` windows, though: read
+    one at a time they are never cut, and each completes a part a killed run does not read
+    again. In date order the sample covers one end of the range only, and the windows are
+    of equal width."""
     count = min(WINDOWS_PER_WORKER * workers, max(1, (high - low) // CUT_WIDTH))
     if sample is not None and len(sample) >= 3 and abs(date_order(sample)) < BY_DATE:
-        windows = _quantile_cut(start, end, sorted(sample), SAMPLE_WINDOWS_PER_WORKER * workers)
+        first_cut = max(workers, SAMPLE_WINDOWS_PER_WORKER)
+        windows = _quantile_cut(start, end, sorted(sample), first_cut, coarse=True)
     else:
         windows = cut(None if start is None or start < low else start, end, low, high, count)
     if start is not None and windows[0].start is None:  # the oldest reaches down to start
@@ -133,11 +153,14 @@ def initial_windows(
     return list(reversed(windows))
 
 
-def _quantile_cut(start: int | None, end: int | None, dates: list[int], count: int) -> list[Window]:
+def _quantile_cut(
+    start: int | None, end: int | None, dates: list[int], count: int, *, coarse: bool = False
+) -> list[Window]:
     """``[start, end)`` cut at the ``count``-quantiles of the sorted ``dates`` (the outer
     windows keep unbounded sides unbounded): windows of about equal counts, each a piece of
-    a sample cut (``pieces`` does not cut them again: the few pages of each would be read
-    again by sixteen pieces)."""
+    a sample cut (``pieces`` does not cut them again at twice the typical pages: the few
+    pages of each would be read again by sixteen pieces; ``coarse`` ones it cuts at their
+    first page)."""
     edges = sorted({dates[len(dates) * n // count] for n in range(1, count)})
     edges = [
         edge
@@ -145,7 +168,13 @@ def _quantile_cut(start: int | None, end: int | None, dates: list[int], count: i
         if (start is None or edge - start >= MIN_WIDTH) and (end is None or end - edge >= MIN_WIDTH)
     ]
     bounds = zip([start, *edges], [*edges, end], strict=True)
-    return [Window(a, b, sampled=1) for a, b in bounds]
+    return [Window(a, b, sampled=1, coarse=coarse, weight=_share(dates, a, b)) for a, b in bounds]
+
+
+def _share(dates: list[int], start: int | None, end: int | None) -> float:
+    """The share of ``dates`` in ``[start, end)``."""
+    inside = sum(1 for d in dates if (start is None or d >= start) and (end is None or d < end))
+    return inside / len(dates)
 
 
 def _at_least_min_width(start: int, end: int, edges: list[int]) -> list[int]:
@@ -195,17 +224,22 @@ def pieces(
       the same events first in every piece, so they cannot be counted either). A window
       that goes on for twice the pages of the windows completed so far is cut at the
       sample's quantiles into ``SAMPLE_PIECES`` pieces of about equal counts; a piece of
-      such a cut is not cut again.
+      such a cut is not cut again. A ``coarse`` window (the first cut's, at the range's
+      sample) is cut from its first full page on, into ``SAMPLE_WINDOWS_PER_WORKER``
+      pieces: its events are a share of the range's that the run's windows in flight
+      divide among them, whatever its count.
     """
     start = window.start if window.start is not None else low
     end = window.end if window.end is not None else max(high, start + 1)
     pages = len(delivered)
-    if pages < 2:
+    if pages < (1 if window.coarse else 2):
         return []  # one full page may be all there is (a nightly run's 120 events)
     page_dates = [] if page_dates is None else page_dates
     page_dates.extend(dates_of(page, key_of) for page in delivered[len(page_dates) :])
     dates = [date for dates_of_page in page_dates for date in dates_of_page]
     if abs(order := date_order(dates)) >= BY_DATE:
+        if pages < 2:
+            return []  # a coarse window served in date order after all: as any other
         # The unread side ahead of the reading holds the rest; the side behind it holds at
         # most the stragglers of a nearly sorted feed (none when sorted) and joins the part
         # read, as does a side ahead narrower than a page. The part read stops short of the
@@ -247,18 +281,21 @@ def pieces(
         sampled = 0
     else:
         # Before a window completed, nothing says whether this one is large; after, one that
-        # goes on for twice the typical pages is.
-        if window.sampled >= SAMPLE_CUTS or typical is None or pages < 2 * typical:
+        # goes on for twice the typical pages is. A coarse one is: a share of the range.
+        if window.coarse:
+            # shares of n, n - 1 ... 1 in n (n + 1) / 2, the largest first
+            n = SAMPLE_WINDOWS_PER_WORKER
+            quantiles = [(c, n * (n + 1) // 2) for c in itertools.accumulate(range(n, 1, -1))]
+        elif window.sampled >= SAMPLE_CUTS or typical is None or pages < 2 * typical:
             return []
-        count = SAMPLE_PIECES
+        else:
+            quantiles = [(c, SAMPLE_PIECES) for c in range(1, SAMPLE_PIECES)]
         dates.sort()
-        edges = _at_least_min_width(
-            start, end, [dates[len(dates) * n // count] for n in range(1, count)]
-        )
+        edges = _at_least_min_width(start, end, [dates[len(dates) * c // n] for c, n in quantiles])
         if not edges:
             return []  # the dates read lie within a millisecond or so: nothing to cut
         bounds = zip([window.start, *edges], [*edges, window.end], strict=True)
-        children = [Window(a, b) for a, b in bounds]
+        children = [Window(a, b, weight=window.weight * _share(dates, a, b)) for a, b in bounds]
         sampled = window.sampled + 1
     skip = collections.Counter(key_of(record) for page in delivered for record in page)
     skip += window.skip or collections.Counter()
@@ -516,7 +553,11 @@ class WindowReader:
                 elif kind == "split":
                     running -= 1
                     pages.pop(window, 0)
-                    waiting.extendleft(reversed(payload))
+                    # the pieces first, before the windows waiting, and of all of them the
+                    # largest a sample says first (stable: the rest keep their order)
+                    waiting = collections.deque(
+                        sorted([*payload, *waiting], key=lambda w: -w.weight)
+                    )
                 elif kind == "done":
                     running -= 1
                     self._completed += 1
