@@ -5,7 +5,7 @@
     python3 tasks.py test   # lint, type-check and run the whole test suite (in CI, CI=true:
                             # then the offline and cli groups against the next singer-sdk)
     python3 tasks.py benchmark  # the side-by-side performance figures of docs/performance.md
-    python3 tasks.py mutants [MODULE...]  # mutation testing: do the tests notice a change?
+    python3 tasks.py mutants [MODULE...] [--functions NAME,...]  # do the tests notice a change?
 
 Each creates ``.venv`` and installs the project into it first (only when pyproject.toml or
 the lock file changed since the last install), so nothing else needs to be set up by hand.

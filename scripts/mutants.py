@@ -14,7 +14,9 @@ learn which test reaches which function, then runs each mutant against the tests
 it, until one fails: first those that killed earlier mutants, then module by module, the
 quickest first, and a test far slower than on the unchanged code ends the run as a timeout
 (scripts/mutant_runs.py). Prints a table (module, mutants, killed, survived, timeouts, score)
-and every survivor's diff. Not part of the test command: a module takes minutes to an hour.
+and every survivor's diff. Not part of the test command: a module takes minutes to an hour;
+``--functions`` tests only the mutants of the functions a change touched (``python3 tasks.py
+mutants tap_accessgov/engine/time_ranges.py --functions pieces,records``).
 """
 
 from __future__ import annotations
@@ -223,14 +225,24 @@ def work_tree(module: str, tests: tuple[str, ...], resume: bool) -> Path:
     return work
 
 
-def run(module: str, tests: tuple[str, ...], resume: bool = False) -> Score:
+def run(
+    module: str, tests: tuple[str, ...], resume: bool = False, functions: list[str] | None = None
+) -> Score:
+    """``module``'s mutants (only those of ``functions``, when named) against ``tests``."""
     work = work_tree(module, tests, resume)
+    # mutmut names a mutant <module>.x_<function>__mutmut_<n> (a method: xǁ<class>ǁ<method>)
+    dotted = module.removesuffix(".py").replace("/", ".")
+    names = [
+        pattern
+        for function in functions or ()
+        for pattern in (f"{dotted}.x_{function}__mutmut_*", f"{dotted}.xǁ*ǁ{function}__mutmut_*")
+    ]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     log = work / "mutmut.log"
     print(f"\n== {module}: mutmut run against {', '.join(tests)} (log: {log}) ==", flush=True)
     with log.open("a" if resume else "w") as out:
         mutmut = subprocess.Popen(
-            [BIN / "mutmut", "run", "--max-children", str(CHILDREN)],
+            [BIN / "mutmut", "run", "--max-children", str(CHILDREN), *names],
             cwd=work,
             env=env,
             stdout=out,
@@ -298,6 +310,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("modules", nargs="*", help=f"default: {', '.join(COVERED_BY)}")
     parser.add_argument(
+        "--functions",
+        type=lambda text: text.split(","),
+        metavar="NAME[,NAME...]",
+        default=[],
+        help="only the mutants of these functions or methods of the modules (what a change "
+        "touched; a method by its own name): the others are listed as not tested, outside "
+        "the score",
+    )
+    parser.add_argument(
         "--resume",
         action="store_true",
         help="go on with a module's earlier run that stopped (its copy in .mutants/)",
@@ -306,7 +327,10 @@ def main() -> int:
     unknown = [m for m in args.modules if m not in COVERED_BY]
     if unknown:
         parser.error(f"no tests named for {', '.join(unknown)}: add them to COVERED_BY")
-    scores = [run(module, COVERED_BY[module], args.resume) for module in args.modules or COVERED_BY]
+    scores = [
+        run(module, COVERED_BY[module], args.resume, args.functions)
+        for module in args.modules or COVERED_BY
+    ]
     print(
         "\nmodule                                       mutants  killed  survived  timeout  score"
     )

@@ -28,10 +28,11 @@ from emulator import Dataset, Emulator
 from tap_accessgov.engine import time_ranges
 from tap_accessgov.engine.time_ranges import (
     BY_DATE,
+    COARSE_PIECES,
     MAX_PIECES,
+    MIN_COARSE_WINDOWS,
     MIN_WIDTH,
     SAMPLE_PIECES,
-    SAMPLE_WINDOWS_PER_WORKER,
     TARGET_PAGES,
     Backfill,
     InFlight,
@@ -865,8 +866,8 @@ def test_every_order_is_delivered_exactly_once_and_resumes_from_any_state(
     # The first page of the whole range (what the service serves first, pages of 100),
     # served in no date order, is a sample of the range's dates: the first windows are cut
     # at its quantiles, so their edges are dates of its events (one per window of the
-    # max_concurrency but the last). Cut evenly, few are: only a piece's edge, cut at the
-    # dates its window read, can fall on one by chance.
+    # first cut but the last: max_concurrency windows, six at least). Cut evenly, few are:
+    # only a piece's edge, cut at the dates its window read, can fall on one by chance.
     sample = {
         ns(e["feed"]["date"])
         for e in ordered.dataset.feed_entries(after=config["start_date"])[:100]
@@ -874,7 +875,7 @@ def test_every_order_is_delivered_exactly_once_and_resumes_from_any_state(
     edges = {ns(edge) for window in bodies.windows for edge in window if edge is not None}
     if ordered.dataset.order == "none":
         at_sample = len(edges & sample)
-        sample_edges = tap.config["max_concurrency"] - 1
+        sample_edges = max(tap.config["max_concurrency"], MIN_COARSE_WINDOWS) - 1
         assert at_sample >= sample_edges - 1, f"{at_sample} edges of the sample's"
     midway = [s for s in first.states if s["bookmarks"].get("grant_feed", {}).get("backfill")]
     state = midway[len(midway) // 3]
@@ -1060,7 +1061,7 @@ def test_a_sample_in_no_date_order_cuts_the_first_windows_at_its_quantiles() -> 
     the first windows, one per request in flight, hold about equal shares of it (cut evenly,
     the last tenth that holds 70% of the events would be one or two windows of thousands of
     events), and each is coarse: cut again at its own first page; at one request in flight
-    still ``SAMPLE_WINDOWS_PER_WORKER`` of them. A sample in date order covers one end of
+    still ``MIN_COARSE_WINDOWS`` of them. A sample in date order covers one end of
     the range only: the windows are of equal width, none coarse."""
     ms = 1_000_000
     rng = random.Random(7)
@@ -1078,36 +1079,35 @@ def test_a_sample_in_no_date_order_cuts_the_first_windows_at_its_quantiles() -> 
     shares = [sum(1 for date in sample if window.contains(date)) for window in windows]
     assert sum(shares) == len(sample)
     assert max(shares) <= 2 * len(sample) // len(windows), shares
-    assert [w.weight for w in windows] == [share / len(sample) for share in shares]
     assert sum(1 for w in windows if w.start is not None and w.start >= 900 * ms) >= 5
     in_order = initial_windows(-5 * ms, None, 0, 1000 * ms, 8, sorted(sample))
     assert in_order == initial_windows(-5 * ms, None, 0, 1000 * ms, 8)
     assert not any(w.coarse for w in in_order)
     # one request at a time never cuts them: each completes a part a kill does not read again
     alone = initial_windows(-5 * ms, None, 0, 1000 * ms, 1, sample)
-    assert len(alone) == SAMPLE_WINDOWS_PER_WORKER
+    assert len(alone) == MIN_COARSE_WINDOWS
 
 
 def test_a_coarse_window_is_cut_at_its_first_page_and_its_pieces_are_not_cut_again() -> None:
     """A window of the first cut at the range's sample is cut as soon as its first full page
-    is read in no date order: at that page's ``SAMPLE_WINDOWS_PER_WORKER``-quantiles, into
-    pieces that tile it and skip each event of the page once; its pieces, even long ones,
-    are read on uncut (each would read the pages it delivered again). The same page in date
-    order cuts nothing: one page may be all the window holds, as for any window."""
+    is read in no date order: at that page's dates, into ``COARSE_PIECES`` pieces of
+    decreasing shares that tile it and skip each event of the page once; its pieces, even
+    long ones, are read on uncut (each would read the pages it delivered again). A page in
+    date order cuts nothing: one page may be all the window holds, as for any window."""
     ms = 1_000_000
     rng = random.Random(11)
     dates = [rng.randrange(100 * ms, 900 * ms) for _ in range(100)]
     page = [_event(n, d) for n, d in enumerate(dates)]
-    window = Window(0, 1000 * ms, sampled=1, coarse=True, weight=0.5)
+    window = Window(0, 1000 * ms, sampled=1, coarse=True)
     children = pieces(window, [page], None, 0, 1000 * ms, key)
-    assert len(children) == SAMPLE_WINDOWS_PER_WORKER == 6
+    assert len(children) == COARSE_PIECES == 6
     ordered = sorted(dates)
-    # shares of 6, 5, 4, 3, 2 and 1 in 21: the largest read first, the smallest last
-    quantiles = [ordered[100 * n // 21] for n in (6, 11, 15, 18, 20)]
+    # shares of 1, 2 ... 6 in 21, oldest to newest: the newest and largest read first
+    quantiles = [ordered[100 * n // 21] for n in (1, 3, 6, 10, 15)]
     assert [c.end for c in children[:-1]] == quantiles
     held = [sum(1 for d in dates if c.contains(d)) for c in children]
-    assert held == [28, 24, 19, 14, 10, 5]
-    assert [c.weight for c in children] == [0.5 * n / 100 for n in held]
+    assert held == [4, 10, 14, 19, 24, 29]
+    assert [c.weight for c in children] == [n / 100 for n in held]
     assert (children[0].start, children[-1].end) == (0, 1000 * ms)
     assert all(a.end == b.start for a, b in itertools.pairwise(children))
     assert sum(sum(c.skip.values()) for c in children if c.skip) == 100, "each skipped once"
@@ -1117,8 +1117,25 @@ def test_a_coarse_window_is_cut_at_its_first_page_and_its_pieces_are_not_cut_aga
     ]
     assert not pieces(children[2], [page, *more], 1.0, 0, 1000 * ms, key), "not cut again"
     assert not pieces(Window(0, 1000 * ms, sampled=1), [page], None, 0, 1000 * ms, key)
-    by_date = [_event(n, d) for n, d in enumerate(ordered)]
-    assert not pieces(window, [by_date], None, 0, 1000 * ms, key)
+    # dates packed at the window's start, in date order: read as any window's two pages,
+    # the part ahead would be cut; one page may be all there is
+    packed = [_event(n, 100 * ms + n * ms // 10) for n in range(100)]
+    assert not pieces(window, [packed], None, 0, 1000 * ms, key)
+    more_packed = [_event(100 + n, 110 * ms + n * ms // 10) for n in range(100)]
+    assert pieces(window, [packed, more_packed], None, 0, 1000 * ms, key)
+
+
+def test_a_resumed_first_sync_cuts_its_coarse_windows_as_the_first_run_did() -> None:
+    """What a resumed first sync still has to read of a coarse window, less what the
+    interrupted run completed inside it, is coarse still: cut at its first page as the
+    interrupted run's windows were, not read whole (and a piece keeps its share)."""
+    ms = 1_000_000
+    window = Window(0, 1000 * ms, sampled=1, coarse=True)
+    left = Backfill("digest", [(200 * ms, 300 * ms)]).remaining([window])
+    assert [(w.start, w.end) for w in left] == [(0, 200 * ms), (300 * ms, 1000 * ms)]
+    assert all(w.coarse and w.sampled == 1 for w in left)
+    piece = Window(0, 1000 * ms, sampled=2, weight=0.25)
+    assert [w.weight for w in Backfill("digest", [(0, 300 * ms)]).remaining([piece])] == [0.25]
 
 
 @pytest.mark.parametrize("ascending", [True, False])

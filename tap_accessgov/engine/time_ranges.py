@@ -9,16 +9,19 @@ query), so the run needs more windows than workers at all times:
 
 - **Cut**: the range (lower: bookmark or ``start_date``, or where the earliest event is, found
   by one round of small probes at once; upper: ``end_date``, or the sync's start with the
-  last window left open) is cut into ``2 x max_concurrency`` windows (fewer for a short
-  range: none narrower than twelve hours). The same round reads the first page of the whole
-  range: served in no date order, it is a sample of the range's dates, and the range is cut
-  at its quantiles into ``max_concurrency`` windows of about equal counts, each cut again at
-  its own first page's quantiles as that page arrives (``coarse``: a hundred dates say
-  little of 48 windows, much of 8); in date order, of equal width. Windows newest first:
-  the dense recent ones are found early, the sparse past fills the end.
+  last window left open) is cut into ``3 x max_concurrency`` windows of equal width (fewer
+  for a short range: none narrower than twelve hours). The same round reads the first page
+  of the whole range: served in no date order, it is a sample of the range's dates, and
+  the range is cut at its quantiles instead, into ``max_concurrency`` windows (six at
+  least) of about equal counts, each cut again as its own first page arrives, at that
+  page's dates, into six pieces from 1/21 to 6/21 of it (``coarse``: a hundred dates say
+  little of 48 windows, much of 8). Windows newest first: the dense recent ones are found
+  early, the sparse past fills the end; the pieces of the coarse windows are read largest
+  first (``reading_order``), so the smallest fill the end of the run.
 - **Split**: real data is skewed (one busy week can hold half the year) and the service does
   not say in which order it returns a window, so a window is measured on its first full
-  pages (from the second on), and their own order says how (``pieces``): pages in date
+  pages (from the second on; a coarse window from its first), and their own order says how
+  (``pieces``): pages in date
   order (ascending, descending or nearly) cover a run of the window's dates, and the
   density of the last one, over what is left ahead of the reading, estimates the rest;
   pages in no date order are a sample of the window's dates, and their quantiles say where
@@ -63,10 +66,13 @@ Record = dict[str, t.Any]
 Key = tuple[t.Any, ...]
 
 WINDOWS_PER_WORKER = 3  # windows of equal width per request in flight
-# Pieces of a window of the first cut at the range's sample (``coarse``), cut at its first
-# page's dates into shares of 6/21, 5/21 ... 1/21 of it (``pieces``): the largest are read
-# first and the smallest fill the end of the run.
-SAMPLE_WINDOWS_PER_WORKER = 6
+# The first cut at the range's sample, in no date order (``coarse``): one window per request
+# in flight, no fewer than MIN_COARSE_WINDOWS (read one at a time they are never cut, and each
+# completes a part a killed run does not read again); each cut at its first page's dates into
+# COARSE_PIECES pieces of shares 1/21, 2/21 ... 6/21 (``pieces``): the largest read first, the
+# smallest fill the end of the run (``reading_order``).
+MIN_COARSE_WINDOWS = 6
+COARSE_PIECES = 6
 # Narrowest window of the initial cut: a nightly incremental run (a day or less) is one or two
 # windows, not sixteen mostly empty ones; a dense one is split like any other.
 CUT_WIDTH = 12 * 3600 * 1_000_000_000  # ns
@@ -92,8 +98,8 @@ class Window:
     # A window of the first cut at the range's sample (a hundred dates for the whole range):
     # cut again at its own first page's dates as soon as that page is read (``pieces``).
     coarse: bool = dataclasses.field(default=False, compare=False)
-    # The share of the range's events a sample puts in it (0: not known): the reader takes
-    # the windows a split leaves waiting largest first (``WindowReader.records``).
+    # A coarse window's piece: the share of the window's first page it holds (0: not a
+    # coarse window's piece): the reader takes the largest first (``reading_order``).
     weight: float = dataclasses.field(default=0.0, compare=False)
 
     def bounds(self) -> tuple[str | None, str | None]:
@@ -134,17 +140,16 @@ def initial_windows(
     it is a sample of the range's dates, and the range is cut at its quantiles into
     ``workers`` windows of about equal counts (each dense stretch is cut from the start
     instead of after pages that its pieces read again), each ``coarse``: the first page of
-    each, a hundred dates of an eighth of the range, cuts it into
-    ``SAMPLE_WINDOWS_PER_WORKER`` pieces (``pieces``) once several windows are read at
-    once. Cut at once into that many windows, two dates of the sample apiece, the windows
-    held from 19 to 2,213 events, and the last large ones ran alone for seconds
-    (docs/backfills.md). No fewer than ``SAMPLE_WINDOWS_PER_WORKER`` windows, though: read
-    one at a time they are never cut, and each completes a part a killed run does not read
-    again. In date order the sample covers one end of the range only, and the windows are
-    of equal width."""
+    each, a hundred dates of an eighth of the range, cuts it into ``COARSE_PIECES`` pieces
+    (``pieces``) while several windows are read at once. Cut at once into the 48 windows
+    of 8 requests in flight, two dates of the sample apiece, the windows held from 19 to
+    2,213 events, and the last large ones ran alone for seconds (docs/backfills.md). No
+    fewer than ``MIN_COARSE_WINDOWS`` windows, though: read one at a time they are never
+    cut, and each completes a part a killed run does not read again. In date order the
+    sample covers one end of the range only, and the windows are of equal width."""
     count = min(WINDOWS_PER_WORKER * workers, max(1, (high - low) // CUT_WIDTH))
     if sample is not None and len(sample) >= 3 and abs(date_order(sample)) < BY_DATE:
-        first_cut = max(workers, SAMPLE_WINDOWS_PER_WORKER)
+        first_cut = max(workers, MIN_COARSE_WINDOWS)
         windows = _quantile_cut(start, end, sorted(sample), first_cut, coarse=True)
     else:
         windows = cut(None if start is None or start < low else start, end, low, high, count)
@@ -168,13 +173,20 @@ def _quantile_cut(
         if (start is None or edge - start >= MIN_WIDTH) and (end is None or end - edge >= MIN_WIDTH)
     ]
     bounds = zip([start, *edges], [*edges, end], strict=True)
-    return [Window(a, b, sampled=1, coarse=coarse, weight=_share(dates, a, b)) for a, b in bounds]
+    return [Window(a, b, sampled=1, coarse=coarse) for a, b in bounds]
 
 
-def _share(dates: list[int], start: int | None, end: int | None) -> float:
-    """The share of ``dates`` in ``[start, end)``."""
-    inside = sum(1 for d in dates if (start is None or d >= start) and (end is None or d < end))
-    return inside / len(dates)
+def reading_order(window: Window) -> tuple[int, float, float]:
+    """Where ``window`` goes among the windows waiting after a split (a stable sort): the
+    coarse windows first, in their order (newest first); then the pieces of coarse windows,
+    largest share first (the smallest fill the end of the run, where a large one would run
+    alone), newest first among equal shares; then the rest in their order (a split's pieces
+    before the windows that were waiting: one dense stretch is read through first)."""
+    if window.coarse:
+        return (0, 0.0, 0.0)
+    if window.weight:
+        return (1, -window.weight, -math.inf if window.start is None else -window.start)
+    return (2, 0.0, 0.0)
 
 
 def _at_least_min_width(start: int, end: int, edges: list[int]) -> list[int]:
@@ -186,6 +198,12 @@ def _at_least_min_width(start: int, end: int, edges: list[int]) -> list[int]:
         if edge - (kept[-1] if kept else start) >= MIN_WIDTH and end - edge >= MIN_WIDTH:
             kept.append(edge)
     return kept
+
+
+def _share(dates: list[int], start: int | None, end: int | None) -> float:
+    """The share of ``dates`` in ``[start, end)``."""
+    inside = sum(1 for d in dates if (start is None or d >= start) and (end is None or d < end))
+    return inside / len(dates)
 
 
 def pieces(
@@ -225,9 +243,11 @@ def pieces(
       that goes on for twice the pages of the windows completed so far is cut at the
       sample's quantiles into ``SAMPLE_PIECES`` pieces of about equal counts; a piece of
       such a cut is not cut again. A ``coarse`` window (the first cut's, at the range's
-      sample) is cut from its first full page on, into ``SAMPLE_WINDOWS_PER_WORKER``
-      pieces: its events are a share of the range's that the run's windows in flight
-      divide among them, whatever its count.
+      sample) is cut from its first full page on, at the dates read, into
+      ``COARSE_PIECES`` pieces holding 1/21, 2/21 ... 6/21 of them, oldest to newest, each
+      with its share (``weight``: the reader takes the largest first, ``reading_order``):
+      its events are a share of the range's that the run's windows in flight divide among
+      them, whatever its count.
     """
     start = window.start if window.start is not None else low
     end = window.end if window.end is not None else max(high, start + 1)
@@ -283,9 +303,9 @@ def pieces(
         # Before a window completed, nothing says whether this one is large; after, one that
         # goes on for twice the typical pages is. A coarse one is: a share of the range.
         if window.coarse:
-            # shares of n, n - 1 ... 1 in n (n + 1) / 2, the largest first
-            n = SAMPLE_WINDOWS_PER_WORKER
-            quantiles = [(c, n * (n + 1) // 2) for c in itertools.accumulate(range(n, 1, -1))]
+            # shares of 1, 2 ... n in n (n + 1) / 2, oldest to newest: the newest is read first
+            n = COARSE_PIECES
+            quantiles = [(c, n * (n + 1) // 2) for c in itertools.accumulate(range(1, n))]
         elif window.sampled >= SAMPLE_CUTS or typical is None or pages < 2 * typical:
             return []
         else:
@@ -295,7 +315,9 @@ def pieces(
         if not edges:
             return []  # the dates read lie within a millisecond or so: nothing to cut
         bounds = zip([window.start, *edges], [*edges, window.end], strict=True)
-        children = [Window(a, b, weight=window.weight * _share(dates, a, b)) for a, b in bounds]
+        children = [
+            Window(a, b, weight=_share(dates, a, b) if window.coarse else 0.0) for a, b in bounds
+        ]
         sampled = window.sampled + 1
     skip = collections.Counter(key_of(record) for page in delivered for record in page)
     skip += window.skip or collections.Counter()
@@ -400,12 +422,13 @@ class Backfill:
 def _minus(window: Window, a: int | None, b: int | None) -> list[Window]:
     lo, hi = window.start, window.end
     out = []
+    # each part cut as the window would have been (a coarse one at its first page)
     if a is not None and (lo is None or lo < a):  # the part before [a, b)
         end = a if hi is None else min(hi, a)
-        out.append(Window(lo, end))
+        out.append(dataclasses.replace(window, start=lo, end=end))
     if b is not None and (hi is None or hi > b):  # the part after it
         start = b if lo is None else max(lo, b)
-        out.append(Window(start, hi))
+        out.append(dataclasses.replace(window, start=start, end=hi))
     return [w for w in out if w.start is None or w.end is None or w.start < w.end]
 
 
@@ -553,11 +576,7 @@ class WindowReader:
                 elif kind == "split":
                     running -= 1
                     pages.pop(window, 0)
-                    # the pieces first, before the windows waiting, and of all of them the
-                    # largest a sample says first (stable: the rest keep their order)
-                    waiting = collections.deque(
-                        sorted([*payload, *waiting], key=lambda w: -w.weight)
-                    )
+                    waiting = collections.deque(sorted([*payload, *waiting], key=reading_order))
                 elif kind == "done":
                     running -= 1
                     self._completed += 1
