@@ -1079,6 +1079,7 @@ def test_a_sample_in_no_date_order_cuts_the_first_windows_at_its_quantiles() -> 
     shares = [sum(1 for date in sample if window.contains(date)) for window in windows]
     assert sum(shares) == len(sample)
     assert max(shares) <= 2 * len(sample) // len(windows), shares
+    assert [w.weight for w in windows] == [share / len(sample) for share in shares]
     assert sum(1 for w in windows if w.start is not None and w.start >= 900 * ms) >= 5
     in_order = initial_windows(-5 * ms, None, 0, 1000 * ms, 8, sorted(sample))
     assert in_order == initial_windows(-5 * ms, None, 0, 1000 * ms, 8)
@@ -1098,16 +1099,16 @@ def test_a_coarse_window_is_cut_at_its_first_page_and_its_pieces_are_not_cut_aga
     rng = random.Random(11)
     dates = [rng.randrange(100 * ms, 900 * ms) for _ in range(100)]
     page = [_event(n, d) for n, d in enumerate(dates)]
-    window = Window(0, 1000 * ms, sampled=1, coarse=True)
+    window = Window(0, 1000 * ms, sampled=1, coarse=True, weight=0.5)
     children = pieces(window, [page], None, 0, 1000 * ms, key)
     assert len(children) == COARSE_PIECES == 6
     ordered = sorted(dates)
-    # shares of 1, 2 ... 6 in 21, oldest to newest: the newest and largest read first
-    quantiles = [ordered[100 * n // 21] for n in (1, 3, 6, 10, 15)]
+    # shares of 6, 5 ... 1 in 21, oldest to newest
+    quantiles = [ordered[100 * n // 21] for n in (6, 11, 15, 18, 20)]
     assert [c.end for c in children[:-1]] == quantiles
     held = [sum(1 for d in dates if c.contains(d)) for c in children]
-    assert held == [4, 10, 14, 19, 24, 29]
-    assert [c.weight for c in children] == [n / 100 for n in held]
+    assert held == [28, 24, 19, 14, 10, 5]
+    assert [c.weight for c in children] == [0.5 * n / 100 for n in held]
     assert (children[0].start, children[-1].end) == (0, 1000 * ms)
     assert all(a.end == b.start for a, b in itertools.pairwise(children))
     assert sum(sum(c.skip.values()) for c in children if c.skip) == 100, "each skipped once"

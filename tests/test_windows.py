@@ -446,10 +446,10 @@ def test_before_any_window_completes_a_window_in_no_date_order_is_read_on_uncut(
 
 def test_after_a_split_coarse_windows_then_the_largest_pieces_are_read_first() -> None:
     """After a split the waiting windows are read in ``reading_order``: the coarse windows
-    first, as they were (newest first); then the pieces of coarse windows, largest share
-    first, the smallest filling the end of the run where a large one would run alone (the
-    newest first among equal shares); then the rest, in their order. Two windows in flight:
-    one holds its slot until the pieces are read, so the rest are read one at a time."""
+    first, as they were (newest first); then the pieces of coarse windows, largest first,
+    the smallest filling the end of the run where a large one would run alone (equal ones
+    in their order); then the rest, in their order. Two windows in flight: one holds its
+    slot until the pieces are read, so the rest are read one at a time."""
     coarse = Window(0, 900 * MS, coarse=True)
     shares = [Window(0, 100 * MS, weight=0.1), Window(100 * MS, 300 * MS, weight=0.4)]
     shares += [Window(300 * MS, 500 * MS, weight=0.2), Window(500 * MS, 900 * MS, weight=0.4)]
@@ -486,7 +486,7 @@ def test_after_a_split_coarse_windows_then_the_largest_pieces_are_read_first() -
     reader.in_flight.allowed = 2
     list(reader.records([coarse, holding, last, other_coarse], complete, lambda page: None))
     assert set(started[:2]) == {coarse, holding}  # in whichever thread starts first
-    assert started[2:] == [other_coarse, shares[3], shares[1], shares[2], shares[0], last]
+    assert started[2:] == [other_coarse, shares[1], shares[3], shares[2], shares[0], last]
 
 
 def test_a_piece_skips_each_event_as_often_as_it_was_read_by_the_streams_own_key() -> None:

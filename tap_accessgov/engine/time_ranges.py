@@ -14,7 +14,7 @@ query), so the run needs more windows than workers at all times:
   of the whole range: served in no date order, it is a sample of the range's dates, and
   the range is cut at its quantiles instead, into ``max_concurrency`` windows (six at
   least) of about equal counts, each cut again as its own first page arrives, at that
-  page's dates, into six pieces from 1/21 to 6/21 of it (``coarse``: a hundred dates say
+  page's dates, into six pieces from 6/21 to 1/21 of it (``coarse``: a hundred dates say
   little of 48 windows, much of 8). Windows newest first: the dense recent ones are found
   early, the sparse past fills the end; the pieces of the coarse windows are read largest
   first (``reading_order``), so the smallest fill the end of the run.
@@ -69,7 +69,7 @@ WINDOWS_PER_WORKER = 3  # windows of equal width per request in flight
 # The first cut at the range's sample, in no date order (``coarse``): one window per request
 # in flight, no fewer than MIN_COARSE_WINDOWS (read one at a time they are never cut, and each
 # completes a part a killed run does not read again); each cut at its first page's dates into
-# COARSE_PIECES pieces of shares 1/21, 2/21 ... 6/21 (``pieces``): the largest read first, the
+# COARSE_PIECES pieces of shares 6/21, 5/21 ... 1/21 (``pieces``): the largest read first, the
 # smallest fill the end of the run (``reading_order``).
 MIN_COARSE_WINDOWS = 6
 COARSE_PIECES = 6
@@ -98,8 +98,9 @@ class Window:
     # A window of the first cut at the range's sample (a hundred dates for the whole range):
     # cut again at its own first page's dates as soon as that page is read (``pieces``).
     coarse: bool = dataclasses.field(default=False, compare=False)
-    # A coarse window's piece: the share of the window's first page it holds (0: not a
-    # coarse window's piece): the reader takes the largest first (``reading_order``).
+    # A coarse window: the share of the range's sample it holds; a piece of one: that share
+    # times the share of the window's first page it holds (0: neither). The reader takes the
+    # largest pieces first (``reading_order``).
     weight: float = dataclasses.field(default=0.0, compare=False)
 
     def bounds(self) -> tuple[str | None, str | None]:
@@ -173,20 +174,21 @@ def _quantile_cut(
         if (start is None or edge - start >= MIN_WIDTH) and (end is None or end - edge >= MIN_WIDTH)
     ]
     bounds = zip([start, *edges], [*edges, end], strict=True)
-    return [Window(a, b, sampled=1, coarse=coarse) for a, b in bounds]
+    return [
+        Window(a, b, sampled=1, coarse=coarse, weight=_share(dates, a, b) if coarse else 0.0)
+        for a, b in bounds
+    ]
 
 
-def reading_order(window: Window) -> tuple[int, float, float]:
+def reading_order(window: Window) -> tuple[int, float]:
     """Where ``window`` goes among the windows waiting after a split (a stable sort): the
     coarse windows first, in their order (newest first); then the pieces of coarse windows,
-    largest share first (the smallest fill the end of the run, where a large one would run
-    alone), newest first among equal shares; then the rest in their order (a split's pieces
-    before the windows that were waiting: one dense stretch is read through first)."""
+    largest first (the smallest fill the end of the run, where a large one would run
+    alone); then the rest in their order (a split's pieces before the windows that were
+    waiting: one dense stretch is read through first)."""
     if window.coarse:
-        return (0, 0.0, 0.0)
-    if window.weight:
-        return (1, -window.weight, -math.inf if window.start is None else -window.start)
-    return (2, 0.0, 0.0)
+        return (0, 0.0)
+    return (1, -window.weight) if window.weight else (2, 0.0)
 
 
 def _at_least_min_width(start: int, end: int, edges: list[int]) -> list[int]:
@@ -244,8 +246,9 @@ def pieces(
       sample's quantiles into ``SAMPLE_PIECES`` pieces of about equal counts; a piece of
       such a cut is not cut again. A ``coarse`` window (the first cut's, at the range's
       sample) is cut from its first full page on, at the dates read, into
-      ``COARSE_PIECES`` pieces holding 1/21, 2/21 ... 6/21 of them, oldest to newest, each
-      with its share (``weight``: the reader takes the largest first, ``reading_order``):
+      ``COARSE_PIECES`` pieces holding 6/21, 5/21 ... 1/21 of them, oldest to newest, each
+      weighted by the window's weight times that share (``weight``: the reader takes the
+      largest first, ``reading_order``):
       its events are a share of the range's that the run's windows in flight divide among
       them, whatever its count.
     """
@@ -303,9 +306,10 @@ def pieces(
         # Before a window completed, nothing says whether this one is large; after, one that
         # goes on for twice the typical pages is. A coarse one is: a share of the range.
         if window.coarse:
-            # shares of 1, 2 ... n in n (n + 1) / 2, oldest to newest: the newest is read first
+            # shares of n, n - 1 ... 1 in n (n + 1) / 2, oldest to newest (measured against
+            # 1 ... n: 6.8x against 6.3x at 8 requests in flight, 12.1x against 11.4x at 16)
             n = COARSE_PIECES
-            quantiles = [(c, n * (n + 1) // 2) for c in itertools.accumulate(range(1, n))]
+            quantiles = [(c, n * (n + 1) // 2) for c in itertools.accumulate(range(n, 1, -1))]
         elif window.sampled >= SAMPLE_CUTS or typical is None or pages < 2 * typical:
             return []
         else:
@@ -315,9 +319,7 @@ def pieces(
         if not edges:
             return []  # the dates read lie within a millisecond or so: nothing to cut
         bounds = zip([window.start, *edges], [*edges, window.end], strict=True)
-        children = [
-            Window(a, b, weight=_share(dates, a, b) if window.coarse else 0.0) for a, b in bounds
-        ]
+        children = [Window(a, b, weight=window.weight * _share(dates, a, b)) for a, b in bounds]
         sampled = window.sampled + 1
     skip = collections.Counter(key_of(record) for page in delivered for record in page)
     skip += window.skip or collections.Counter()
