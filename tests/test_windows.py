@@ -396,6 +396,23 @@ def test_completed_windows_count_only_for_the_same_filtering_settings() -> None:
     )
 
 
+Split = t.Callable[[Window, list[list[Record]], list[list[int]], float | None], list[Window]]
+
+
+def two_at_once(read: t.Callable[[Window], list[Record]], split: Split) -> WindowReader:
+    """A reader of pages of 10 with two windows in flight from the start, each in a worker."""
+    reader = WindowReader(
+        read=read,
+        split=split,
+        page_size=10,
+        workers=Workers(2, threading.Event(), "test-reader"),
+        count=2,
+        key_of=key_of,
+    )
+    reader.in_flight.allowed = 2
+    return reader
+
+
 def test_before_any_window_completes_a_window_in_no_date_order_is_read_on_uncut() -> None:
     """The reader with two windows in flight: the first sends page after page in no date
     order while the second does not answer until the first completes, so no window has
@@ -428,15 +445,7 @@ def test_before_any_window_completes_a_window_in_no_date_order_is_read_on_uncut(
         completed.append(window)
         first_done.set()
 
-    reader = WindowReader(
-        read=read,
-        split=split,
-        page_size=10,
-        workers=Workers(2, threading.Event(), "test-reader"),
-        count=2,
-        key_of=key_of,
-    )
-    reader.in_flight.allowed = 2  # both at once from the start, each in a worker
+    reader = two_at_once(read, split)
     records = list(reader.records([first, second], complete, lambda page: None))
     assert sorted(map(key_of, records)) == sorted(map(key_of, [*dense, event(100, 600 * MS)]))
     assert asked == [None] * 6, "each of the first's six pages measured, none cut"
@@ -475,15 +484,7 @@ def test_after_a_split_coarse_windows_then_the_largest_pieces_are_read_first() -
         if window in shares and all(piece in started for piece in shares):
             pieces_done.set()
 
-    reader = WindowReader(
-        read=read,
-        split=split,
-        page_size=10,
-        workers=Workers(2, threading.Event(), "test-reader"),
-        count=2,
-        key_of=key_of,
-    )
-    reader.in_flight.allowed = 2
+    reader = two_at_once(read, split)
     list(reader.records([coarse, holding, last, other_coarse], complete, lambda page: None))
     assert set(started[:2]) == {coarse, holding}  # in whichever thread starts first
     assert started[2:] == [other_coarse, shares[1], shares[3], shares[2], shares[0], last]
