@@ -896,12 +896,15 @@ def test_every_order_is_delivered_exactly_once_and_resumes_from_any_state(
     assert rest
     assert len(rest) < len(expected)
     assert delivered(resumed.records["grant_feed"]) == rest
-    # The bookmark is the latest change delivered, whichever run delivered it: the newest
-    # windows, read first, were completed by the interrupted run, not read again
+    # The bookmark is the latest change delivered, whichever run delivered it. In date order
+    # the newest windows, read first, were completed by the interrupted run, not read again;
+    # in no date order the coarse windows' pieces are read largest first, and the newest
+    # event may be in a small piece left to the resumed run
     bookmark = "replication_key_value"
     latest = first.state["bookmarks"]["grant_feed"][bookmark]
     assert latest in {r["date"] for r in first.records["grant_feed"]}
-    assert latest not in {r["date"] for r in resumed.records["grant_feed"]}
+    if ordered.dataset.order != "none":
+        assert latest not in {r["date"] for r in resumed.records["grant_feed"]}
     assert resumed.state["bookmarks"]["grant_feed"][bookmark] == latest
     # The same STATE under other filters: its windows were completed for another query, so
     # none is taken as read (one app's events, every one of them)
