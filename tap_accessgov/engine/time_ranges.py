@@ -186,9 +186,7 @@ def reading_order(window: Window) -> tuple[int, float]:
     largest first (the smallest fill the end of the run, where a large one would run
     alone); then the rest in their order (a split's pieces before the windows that were
     waiting: one dense stretch is read through first)."""
-    if window.coarse:
-        return (0, 0.0)
-    return (1, -window.weight) if window.weight else (2, 0.0)
+    return (0, 0.0) if window.coarse else (1, -window.weight)  # the rest: a weight of 0
 
 
 def _at_least_min_width(start: int, end: int, edges: list[int]) -> list[int]:
