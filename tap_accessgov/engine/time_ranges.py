@@ -21,9 +21,9 @@ query), so the run needs more windows than workers at all times:
 - **Split**: real data is skewed (one busy week can hold half the year) and the service does
   not say in which order it returns a window, so a window is measured on its first full
   pages (from the second on; a coarse window from its first), and their own order says how
-  (``pieces``): pages in date
-  order (ascending, descending or nearly) cover a run of the window's dates, and the
-  density of the last one, over what is left ahead of the reading, estimates the rest;
+  (``pieces``): pages in date order (ascending, descending or nearly) cover a run of the
+  window's dates, and the density of the last one, over what is left ahead of the reading,
+  estimates the rest;
   pages in no date order are a sample of the window's dates, and their quantiles say where
   to cut it into pieces of equal counts. A large window is cut into pieces read in its
   place, while more than one window is read at once (pieces read one after another would
@@ -246,9 +246,8 @@ def pieces(
       sample) is cut from its first full page on, at the dates read, into
       ``COARSE_PIECES`` pieces holding 6/21, 5/21 ... 1/21 of them, oldest to newest, each
       weighted by the window's weight times that share (``weight``: the reader takes the
-      largest first, ``reading_order``):
-      its events are a share of the range's that the run's windows in flight divide among
-      them, whatever its count.
+      largest first, ``reading_order``): its events are a share of the range's that the
+      run's windows in flight divide among them, whatever its count.
     """
     start = window.start if window.start is not None else low
     end = window.end if window.end is not None else max(high, start + 1)
