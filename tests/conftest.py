@@ -495,9 +495,11 @@ class ClosingOutput(io.RawIOBase):
         return len(data)
 
 
-def offline_stream(name: str) -> t.Any:
-    """Stream ``name`` of a tap with the test credential, for its hooks alone (nothing sent)."""
+def offline_stream(name: str, **settings: t.Any) -> t.Any:
+    """Stream ``name`` of a tap with the test credential and ``settings``, for its hooks alone
+    (nothing sent)."""
     config = {"client_id": CREDENTIAL.client_id, "client_secret": CREDENTIAL.client_secret}
+    config.update(settings)
     return TapAccessGov(config=config, parse_env_config=False).streams[name]
 
 

@@ -340,9 +340,30 @@ def test_expand_mask_puts_the_related_objects_into_each_record() -> None:
     assert 0 < with_ticket < len(records)
 
 
-def test_without_expand_mask_no_objects_are_added(full_sync: SyncResult) -> None:
-    record = full_sync.records["grant_feed"][0]
-    assert all(record.get(field) is None for field in ("app", "appUser", "entitlement", "ticket"))
+EXPANSIONS = {"appPath", "appUserPath", "entitlementPath", "ticketPath"} | {
+    "app",
+    "appUser",
+    "entitlement",
+    "ticket",
+}
+
+
+def test_without_expand_mask_no_objects_are_added_nor_declared(full_sync: SyncResult) -> None:
+    """Without a mask no entry has an expanded object: the SCHEMA declares none (each would
+    be a column of nulls in the warehouse), and no record holds one."""
+    assert not EXPANSIONS & set(full_sync.schemas["grant_feed"]["properties"])
+    assert not any(EXPANSIONS & set(record) for record in full_sync.records["grant_feed"])
+    masked = offline_stream("grant_feed", expand_mask=["*"])
+    assert set(masked.schema["properties"]) >= EXPANSIONS
+
+
+def test_paths_sent_without_a_mask_are_not_resolved() -> None:
+    """An entry that names an expanded object where no mask asked for one (the schema
+    declares none) is read without it."""
+    feed = {"appId": "a", "appEntitlementId": "e", "appUserId": "u", "date": "2024-03-05T06:07:08Z"}
+    body = {"list": [{"feed": feed, "appPath": "$.expanded[0]"}], "expanded": [{"id": "a"}]}
+    (record,) = parse_page(offline_stream("grant_feed"), body, "/api/v1/grants/feed", "POST")
+    assert not EXPANSIONS & set(record)
 
 
 def exclusion_pages(entries: int, page_size: int = 100) -> int:
@@ -770,7 +791,7 @@ def test_expanded_paths_that_point_nowhere_are_said_and_left_null(
     """A path outside the page's ``expanded`` (past its end, at its end, not a path into it)
     leaves the object null with a warning naming the path; each object no entry references
     is counted once per page."""
-    stream = offline_stream("grant_feed")
+    stream = offline_stream("grant_feed", expand_mask=["*"])
 
     def entry(n: int, **paths: str) -> dict:
         feed = {"appId": "a", "appEntitlementId": "e", "appUserId": f"u{n}"}
@@ -813,7 +834,8 @@ def test_a_page_whose_expanded_objects_are_all_referenced_warns_of_nothing(
         "expanded": [{"@type": "App", "id": "a"}, {"@type": "AppUser", "id": "u"}],
     }
     with caplog.at_level(logging.WARNING):
-        records = parse_page(offline_stream("grant_feed"), body, "/api/v1/grants/feed", "POST")
+        stream = offline_stream("grant_feed", expand_mask=["*"])
+        records = parse_page(stream, body, "/api/v1/grants/feed", "POST")
     assert [(r["app"]["id"], r["appUser"]["id"]) for r in records] == [("a", "u")]
     assert caplog.messages == []
 

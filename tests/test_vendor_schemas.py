@@ -232,8 +232,10 @@ def record_shapes() -> dict[str, Shape]:
 
 @pytest.fixture(scope="module")
 def sent_schemas() -> dict[str, dict[str, t.Any]]:
-    """The SCHEMA of each stream as the tap sends it (discovery)."""
-    tap = TapAccessGov(config=tap_config(shared_emulator()), parse_env_config=False)
+    """The SCHEMA of each stream as the tap sends it (discovery), with every expanded object
+    asked for (without ``expand_mask`` the grant feed declares none: test_streams.py)."""
+    config = {**tap_config(shared_emulator()), "expand_mask": ["*"]}
+    tap = TapAccessGov(config=config, parse_env_config=False)
     return {entry["tap_stream_id"]: entry["schema"] for entry in tap.catalog_dict["streams"]}
 
 
