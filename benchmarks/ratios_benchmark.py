@@ -108,6 +108,28 @@ def export_revision(revision: str, workdir: Path) -> Path:
     return directory
 
 
+# Meltano drops PYTHONPATH from a plugin's environment (PluginInvoker.env, 4.4: "Ensure
+# Meltano venv is not inherited"): inside `meltano run` a baseline ran this checkout's tap
+# until 2026-12-07. It is put first on the tap plugin's path by a .pth file of the plugin's
+# venv instead, there for the benchmark's length, which reads this variable (unset: nothing).
+BASELINE_PATH = "ACCESSGOV_BENCH_TAP_PATH"
+
+
+@contextlib.contextmanager
+def baseline_inside_meltano() -> Iterator[None]:
+    """The tap plugin's venv puts ``$ACCESSGOV_BENCH_TAP_PATH`` first on its path (a .pth
+    file), until the block ends."""
+    (site,) = ROOT.glob(".meltano/extractors/tap-accessgov/venv/lib/python*/site-packages")
+    pth = site / "accessgov_bench_baseline.pth"
+    pth.write_text(
+        f"import os, sys; path = os.environ.get({BASELINE_PATH!r}); path and sys.path.insert(0, path)\n"
+    )
+    try:
+        yield
+    finally:
+        pth.unlink()
+
+
 def ranges_at_once(log: Path) -> str:
     """How many time ranges a tap run read at once at most, from its log line (windowed.py):
     the windows in flight are what set a tap apart from its one-query form on this server."""
@@ -125,24 +147,25 @@ def ratios(args: argparse.Namespace, workdir: Path, report: t.Callable[[str], No
             batch = {"encoding": encoding, "storage": storage, "batch_size": 10_000}
             taps[side] = Side({}, {"batch_config": batch})
     if args.baseline:
-        baseline = {"PYTHONPATH": str(export_revision(args.baseline, workdir))}
-        taps[args.baseline] = Side(baseline, {})
+        directory = str(export_revision(args.baseline, workdir))
+        taps[args.baseline] = Side({"PYTHONPATH": directory, BASELINE_PATH: directory}, {})
     warehouse = Warehouse()
     try:
-        for events in args.ratio_events:
-            emulator = start_emulator(
-                workdir,
-                f"ratios{events}",
-                "--events",
-                str(events),
-                "--exclusion-entitlements",
-                "1",
-                "--frozen",
-            )
-            try:
-                side_by_side(emulator, events, taps, args.rounds, warehouse, workdir, report)
-            finally:
-                emulator.stop()
+        with baseline_inside_meltano():
+            for events in args.ratio_events:
+                emulator = start_emulator(
+                    workdir,
+                    f"ratios{events}",
+                    "--events",
+                    str(events),
+                    "--exclusion-entitlements",
+                    "1",
+                    "--frozen",
+                )
+                try:
+                    side_by_side(emulator, events, taps, args.rounds, warehouse, workdir, report)
+                finally:
+                    emulator.stop()
     finally:
         warehouse.close()
 
