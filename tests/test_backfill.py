@@ -1121,12 +1121,15 @@ def test_a_coarse_window_is_cut_at_its_first_page_and_its_pieces_are_not_cut_aga
     ]
     assert not pieces(children[2], [page, *more], 1.0, 0, 1000 * ms, key), "not cut again"
     assert not pieces(Window(0, 1000 * ms, sampled=1), [page], None, 0, 1000 * ms, key)
-    # dates packed at the window's start, in date order: read as any window's two pages,
-    # the part ahead would be cut; one page may be all there is
+    # dates packed at the window's start, in date order: read as any window's first page,
+    # the part ahead is cut by its density, the part read one piece (its events skipped)
     packed = [_event(n, 100 * ms + n * ms // 10) for n in range(100)]
-    assert not pieces(window, [packed], None, 0, 1000 * ms, key)
-    more_packed = [_event(100 + n, 110 * ms + n * ms // 10) for n in range(100)]
-    assert pieces(window, [packed, more_packed], None, 0, 1000 * ms, key)
+    by_density = pieces(window, [packed], None, 0, 1000 * ms, key)
+    assert not any(c.coarse or c.sampled for c in by_density)
+    assert by_density[0] == Window(0, 109_900_000)  # up to the last instant read
+    assert sum(by_density[0].skip.values()) == 99
+    # a page that covers the whole of a short window ahead: nothing to cut
+    assert not pieces(Window(0, 120 * ms, coarse=True), [packed], None, 0, 120 * ms, key)
 
 
 def test_a_resumed_first_sync_cuts_its_coarse_windows_as_the_first_run_did() -> None:

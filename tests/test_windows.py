@@ -281,8 +281,9 @@ def test_the_pieces_of_a_window_tile_it_and_skip_each_read_event_in_the_piece_ho
         sampled=sampled,
     )
     children = pieces(window, delivered, typical, 0, 1000 * MS, key_of)
-    if len(delivered) < 2:
-        assert children == [], "one full page may be all there is"
+    if not delivered or (order == "none" and len(delivered) < 2):
+        # nothing read; a sample is cut after twice the typical pages
+        assert children == []
     if not children:
         return
     assert tiles(children, window.start, window.end)

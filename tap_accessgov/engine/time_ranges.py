@@ -20,10 +20,9 @@ query), so the run needs more windows than workers at all times:
   first (``reading_order``), so the smallest fill the end of the run.
 - **Split**: real data is skewed (one busy week can hold half the year) and the service does
   not say in which order it returns a window, so a window is measured on its first full
-  pages (from the second on; a coarse window from its first), and their own order says how
-  (``pieces``): pages in date order (ascending, descending or nearly) cover a run of the
-  window's dates, and the density of the last one, over what is left ahead of the reading,
-  estimates the rest;
+  pages, from the first on, and their own order says how (``pieces``): pages in date
+  order (ascending, descending or nearly) cover a run of the window's dates, and the
+  density of the last one, over what is left ahead of the reading, estimates the rest;
   pages in no date order are a sample of the window's dates, and their quantiles say where
   to cut it into pieces of equal counts. A large window is cut into pieces read in its
   place, while more than one window is read at once (pieces read one after another would
@@ -252,14 +251,12 @@ def pieces(
     start = window.start if window.start is not None else low
     end = window.end if window.end is not None else max(high, start + 1)
     pages = len(delivered)
-    if pages < (1 if window.coarse else 2):
-        return []  # one full page may be all there is (a nightly run's 120 events)
     page_dates = [] if page_dates is None else page_dates
     page_dates.extend(dates_of(page, key_of) for page in delivered[len(page_dates) :])
     dates = [date for dates_of_page in page_dates for date in dates_of_page]
+    if not dates:
+        return []  # no date to cut at (no page yet, or records of no known date)
     if abs(order := date_order(dates)) >= BY_DATE:
-        if pages < 2:
-            return []  # a coarse window served in date order after all: as any other
         # The unread side ahead of the reading holds the rest; the side behind it holds at
         # most the stragglers of a nearly sorted feed (none when sorted) and joins the part
         # read, as does a side ahead narrower than a page. The part read stops short of the
