@@ -8,7 +8,7 @@ alternating:
 - the raw fetch+COPY loop (``raw_loop.py --copy``: ``copy.write_row`` of the ten columns into
   a table with grant_feed's primary key) and ``meltano --environment emulator run
   tap-accessgov target-postgres`` as meltano.yml ships it: meltano-run/raw, the ratio of rows
-  per second (target >= 0.25).
+  per second (target >= 0.30, issue 68; 0.25 before it).
 
 The server costs next to nothing: the emulator is frozen (``--frozen``: its data never
 changes, so each answer is built once and kept), and untimed runs of every side build every
@@ -33,7 +33,8 @@ for the tap alone and in Meltano's run): what its windows in flight cost on a se
 answers at once (docs/performance.md).
 
 ``--baseline REV`` also runs another revision's tap (its ``tap_accessgov`` package from git,
-first on PYTHONPATH, for the tap alone and inside Meltano's run; everything else is this
+first on PYTHONPATH for the tap alone, first on the tap plugin's path inside Meltano's run,
+``baseline_inside_meltano``; everything else is this
 checkout's: emulator, loaders, meltano.yml) in the same rounds, so a change is measured
 against what it changes on the same loaded machine. ``--ratio-batch`` also runs this
 checkout's tap with ``batch_config`` (BATCH files of 10,000 records, gzipped, then without
@@ -120,14 +121,14 @@ def baseline_inside_meltano() -> Iterator[None]:
     """The tap plugin's venv puts ``$ACCESSGOV_BENCH_TAP_PATH`` first on its path (a .pth
     file), until the block ends."""
     (site,) = ROOT.glob(".meltano/extractors/tap-accessgov/venv/lib/python*/site-packages")
-    pth = site / "accessgov_bench_baseline.pth"
+    pth = site / f"accessgov_bench_baseline_{os.getpid()}.pth"  # two benchmarks at once
     pth.write_text(
         f"import os, sys; path = os.environ.get({BASELINE_PATH!r}); path and sys.path.insert(0, path)\n"
     )
     try:
         yield
     finally:
-        pth.unlink()
+        pth.unlink(missing_ok=True)
 
 
 def ranges_at_once(log: Path) -> str:
@@ -151,7 +152,7 @@ def ratios(args: argparse.Namespace, workdir: Path, report: t.Callable[[str], No
         taps[args.baseline] = Side({"PYTHONPATH": directory, BASELINE_PATH: directory}, {})
     warehouse = Warehouse()
     try:
-        with baseline_inside_meltano():
+        with baseline_inside_meltano() if args.baseline else contextlib.nullcontext():
             for events in args.ratio_events:
                 emulator = start_emulator(
                     workdir,
@@ -323,7 +324,7 @@ def side_by_side(
         report(
             f"  {name}: tap {tap_s:.2f} s, tap/raw = {median['raw'] / tap_s:.2f} "
             f"(target >= 0.60); meltano run {run_s:.2f} s ({events / run_s:,.0f} rows/s), "
-            f"run/raw fetch+COPY = {median['copy'] / run_s:.2f} (target >= 0.25)"
+            f"run/raw fetch+COPY = {median['copy'] / run_s:.2f} (target >= 0.30)"
         )
         if any(ranges != "-" for ranges in at_once[name]):  # not read as one query
             report(f"    time ranges read at once at most, tap alone: {', '.join(at_once[name])}")

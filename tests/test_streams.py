@@ -357,13 +357,15 @@ def test_without_expand_mask_no_objects_are_added_nor_declared(full_sync: SyncRe
     assert set(masked.schema["properties"]) >= EXPANSIONS
 
 
-def test_paths_sent_without_a_mask_are_not_resolved() -> None:
+def test_paths_sent_without_a_mask_are_not_resolved(caplog: pytest.LogCaptureFixture) -> None:
     """An entry that names an expanded object where no mask asked for one (the schema
     declares none) is read without it."""
     feed = {"appId": "a", "appEntitlementId": "e", "appUserId": "u", "date": "2024-03-05T06:07:08Z"}
     body = {"list": [{"feed": feed, "appPath": "$.expanded[0]"}], "expanded": [{"id": "a"}]}
-    (record,) = parse_page(offline_stream("grant_feed"), body, "/api/v1/grants/feed", "POST")
+    with caplog.at_level(logging.WARNING):
+        (record,) = parse_page(offline_stream("grant_feed"), body, "/api/v1/grants/feed", "POST")
     assert not EXPANSIONS & set(record)
+    assert caplog.messages == []  # no object was asked for: none is missed
 
 
 def exclusion_pages(entries: int, page_size: int = 100) -> int:
