@@ -146,8 +146,14 @@ def feed_pages(draw: st.DrawFn) -> dict:
     return page
 
 
+# Pages with expanded objects answer a mask: without one, the stream resolves none
+# (test_streams.py).
 STREAM = TapAccessGov(
-    config={"client_id": CREDENTIAL.client_id, "client_secret": CREDENTIAL.client_secret},
+    config={
+        "client_id": CREDENTIAL.client_id,
+        "client_secret": CREDENTIAL.client_secret,
+        "expand_mask": ["*"],
+    },
     parse_env_config=False,
 ).streams["grant_feed"]
 
