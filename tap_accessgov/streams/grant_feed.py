@@ -105,7 +105,9 @@ class GrantFeedStream(BodyPaging, WindowedStream):
     def parse_response(self, response: requests.Response) -> t.Iterable[dict[str, t.Any]]:
         """Feed entries with their keys lifted to the top and expanded objects resolved."""
         page = page_body(response)
-        expanded = page.get("expanded") or []
+        # without a mask the schema declares no expanded object: none is resolved nor missed
+        paths = EXPANDED_FIELDS.items() if self.expands else ()
+        expanded = (page.get("expanded") or []) if self.expands else []
         referenced: set[int] = set()
         for entry in page.get("list") or []:
             feed = entry.get("feed") or {}
@@ -122,12 +124,12 @@ class GrantFeedStream(BodyPaging, WindowedStream):
                 "eventType": feed.get("eventType") or UNSPECIFIED_EVENT,
                 "feed": feed,
             }
-            for path_field, object_field in EXPANDED_FIELDS.items():
-                if self.expands and (path := entry.get(path_field)):
+            for path_field, object_field in paths:
+                if path := entry.get(path_field):
                     record[path_field] = path
                     record[object_field] = self._resolve(path, expanded, referenced)
             yield record
-        if self.expands and len(referenced) < len(expanded):
+        if len(referenced) < len(expanded):
             self.logger.warning(
                 "%d expanded object(s) on a grant feed page are referenced by no entry",
                 len(expanded) - len(referenced),
